@@ -1,0 +1,90 @@
+# memprof-ci: catch allocation regressions in OCaml programs before they merge.
+#
+#   make check-alloc       build what is needed, profile the benchmarks, compare
+#                          against baselines/ (exit 0 pass, 1 regression, 2 error)
+#   make update-baselines  accept the current allocation behaviour
+#   make test              the project's own test suite
+#   make runtime           the patched OCaml 5.3.0 in _build/runtime (cached)
+#   make bench-overhead    the overhead study (not a test)
+#
+# Variables: BENCH=name (narrow check-alloc/update-baselines to benchmarks
+# matching a pytest -k expression), BASELINES=dir, CHECK_ALLOC_ARGS='...'
+# (extra arguments to `memprof-ci check`), TEST_ARGS='...' (extra pytest
+# arguments for `make test`).
+
+# Debian's interpreter: python3-pytest and python3-scipy are installed for it,
+# and the `python3` first on PATH may be another one that cannot see them.
+PYTHON := /usr/bin/python3
+ROOT := $(CURDIR)
+
+BASELINES ?= baselines
+REPORT_DIR ?= _build/alloc-report
+BENCH ?=
+CHECK_ALLOC_ARGS ?=
+TEST_ARGS ?=
+
+ENSURE_DEPS := harness/scripts/ensure-deps.sh
+HARNESS := PYTHONPATH=$(ROOT)/harness $(PYTHON) -m memprof_ci
+PATCH_ID_FILE := _build/runtime/patch-id
+
+.PHONY: all runtime test check-alloc update-baselines bench-overhead deps-build \
+  deps-python deps-bench deps-lint clean
+
+all: check-alloc
+
+# ---- The patched runtime -------------------------------------------------
+
+RUNTIME_INPUTS := $(shell find runtime-patch/src runtime-patch/patches -type f) \
+  runtime-patch/build-runtime.sh runtime-patch/patch-id.sh
+
+runtime: $(PATCH_ID_FILE)
+
+$(PATCH_ID_FILE): $(RUNTIME_INPUTS) | deps-build
+	runtime-patch/build-runtime.sh
+
+# ---- Dependencies: installed with apt-get when root, else named -----------
+
+deps-build:
+	@$(ENSURE_DEPS) build
+deps-python:
+	@$(ENSURE_DEPS) python
+deps-bench:
+	@$(ENSURE_DEPS) bench
+deps-lint:
+	@$(ENSURE_DEPS) lint
+
+# ---- Benchmarks ---------------------------------------------------------
+
+include benchmarks/benchmarks.mk
+
+$(BENCH_EXES) $(BENCH_TRACKER_EXES): $(PATCH_ID_FILE)
+
+# ---- The main job -------------------------------------------------------
+
+HARNESS_SELECT := $(if $(BENCH),-k '$(BENCH)')
+
+check-alloc: runtime benchmarks | deps-python deps-bench
+	MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) $(HARNESS) check \
+	  --manifest benchmarks/benchmarks.toml --baselines $(BASELINES) \
+	  --report-dir $(REPORT_DIR) $(HARNESS_SELECT) $(CHECK_ALLOC_ARGS)
+
+update-baselines: runtime benchmarks | deps-python deps-bench
+	MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) $(HARNESS) update-baselines \
+	  --manifest benchmarks/benchmarks.toml --baselines $(BASELINES) \
+	  $(HARNESS_SELECT)
+
+# ---- Tests --------------------------------------------------------------
+
+TEST_DIRS := runtime-patch/tests harness/tests .github/scripts/tests
+
+test: runtime benchmarks | deps-python deps-bench deps-lint
+	$(PYTHON) -m pytest -q $(TEST_DIRS) $(TEST_ARGS)
+
+# ---- The overhead study -------------------------------------------------
+
+bench-overhead: runtime benchmarks benchmarks-ocamltracker | deps-python deps-bench deps-lint
+	PYTHONPATH=$(ROOT)/harness $(PYTHON) benchmarks/overhead_study.py \
+	  --manifest benchmarks/benchmarks.toml --out _build/overhead
+
+clean:
+	rm -rf _build/benchmarks _build/alloc-report _build/overhead

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Build the patched OCaml 5.3.0 into _build/runtime.
+#
+# 1. Source: $OCAML_SRC_DIR (an unpacked upstream tree), else
+#    $OCAML_SRC_TARBALL, else `npm pack ocaml@5.3.0`. A tarball is
+#    checked against the pinned sha512 before it is unpacked.
+# 2. The tree is unpacked afresh into _build/ocaml-src, our C files
+#    (runtime-patch/src) are copied in, the hooks (runtime-patch/patches)
+#    applied, then it is configured, built and installed into
+#    _build/runtime.
+# 3. _build/runtime/patch-id, a hash of everything that went into the
+#    build, is written last: `make runtime` targets it, so a build that
+#    failed or was interrupted is redone from scratch next time.
+#    Baselines carry the same hash as the runtime's identity.
+# 4. The build tree is kept: the upstream statmemprof tests run in it.
+#
+# Usage: runtime-patch/build-runtime.sh   (from the repository root;
+# `make runtime` calls it only when an input changed).
+set -euo pipefail
+
+readonly OCAML_VERSION=5.3.0
+readonly OCAML_SHA512=0f4b86e38437afa2d8e304b38416691defaad72309e101e09394753acbfba8b5818163d0da313ad2f63aad7809ada2ff1fd7efb16385dca65222ba3f6d2f99f0
+
+root=$(pwd)
+build="$root/_build"
+src_new="$build/ocaml-src"
+prefix="$build/runtime"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+die() { echo "build-runtime: $*" >&2; exit 2; }
+
+[ -d "$root/runtime-patch/patches" ] || die "run me from the repository root"
+mkdir -p "$build"
+rm -rf "$src_new" "$prefix/patch-id"
+
+if [ -n "${OCAML_SRC_DIR:-}" ]; then
+  [ -f "$OCAML_SRC_DIR/runtime/memprof.c" ] ||
+    die "OCAML_SRC_DIR=$OCAML_SRC_DIR is not an OCaml source tree (no runtime/memprof.c)"
+  grep -qx "$OCAML_VERSION" "$OCAML_SRC_DIR/VERSION" 2>/dev/null ||
+    grep -q "^$OCAML_VERSION" "$OCAML_SRC_DIR/VERSION" ||
+    die "OCAML_SRC_DIR=$OCAML_SRC_DIR is not OCaml $OCAML_VERSION (see its VERSION file)"
+  echo "build-runtime: copying the source from $OCAML_SRC_DIR"
+  cp -a "$OCAML_SRC_DIR" "$src_new"
+else
+  tarball="${OCAML_SRC_TARBALL:-}"
+  if [ -z "$tarball" ]; then
+    tarball="$build/ocaml-$OCAML_VERSION.tgz"
+    if [ ! -f "$tarball" ]; then
+      command -v npm >/dev/null ||
+        die "npm is needed to fetch the OCaml source: apt-get install -y npm (or set OCAML_SRC_TARBALL or OCAML_SRC_DIR)"
+      echo "build-runtime: fetching ocaml@$OCAML_VERSION from the npm registry"
+      tmp=$(mktemp -d "$build/npm.XXXXXX")
+      (cd "$tmp" && npm pack --silent "ocaml@$OCAML_VERSION" >/dev/null) ||
+        die "npm pack ocaml@$OCAML_VERSION failed (no registry access?); set OCAML_SRC_TARBALL=path/to/ocaml-$OCAML_VERSION.tgz"
+      mv "$tmp/ocaml-$OCAML_VERSION.tgz" "$tarball.part"
+      rmdir "$tmp"
+      mv "$tarball.part" "$tarball"
+    fi
+  fi
+  [ -f "$tarball" ] || die "OCAML_SRC_TARBALL=$tarball does not exist"
+  actual=$(sha512sum "$tarball" | cut -d' ' -f1)
+  if [ "$actual" != "$OCAML_SHA512" ]; then
+    [ -z "${OCAML_SRC_TARBALL:-}" ] && rm -f "$tarball"
+    die "$tarball: sha512 mismatch (got $actual, want $OCAML_SHA512); not unpacking it"
+  fi
+  mkdir -p "$src_new"
+  tar xzf "$tarball" -C "$src_new" --strip-components=1
+fi
+
+echo "build-runtime: applying runtime-patch/"
+cp "$root"/runtime-patch/src/*.c "$src_new/runtime/"
+cp "$root"/runtime-patch/src/caml/*.h "$src_new/runtime/caml/"
+for p in "$root"/runtime-patch/patches/*.patch; do
+  patch -d "$src_new" -p1 --quiet --forward < "$p" ||
+    die "$(basename "$p") does not apply to OCaml $OCAML_VERSION"
+done
+
+echo "build-runtime: configuring and building ($jobs jobs, ~3 minutes cold)"
+log="$build/runtime-build.log"
+(
+  cd "$src_new"
+  ./configure --prefix="$prefix" \
+    --disable-ocamldoc --disable-debugger --disable-stdlib-manpages \
+    --disable-instrumented-runtime --enable-ocamltest
+  make -j"$jobs"
+) >"$log" 2>&1 || { tail -30 "$log" >&2; die "the build failed; full log in $log"; }
+
+rm -rf "$prefix"
+(cd "$src_new" && make install) >>"$log" 2>&1 ||
+  { tail -30 "$log" >&2; die "make install failed; full log in $log"; }
+
+"$root/runtime-patch/patch-id.sh" > "$prefix/patch-id"
+echo "build-runtime: installed $prefix (patch id $(cat "$prefix/patch-id"))"

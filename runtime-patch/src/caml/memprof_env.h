@@ -1,0 +1,43 @@
+/* memprof-ci: the OCAMLMEMPROF setting of the patched runtime.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#ifndef CAML_MEMPROF_ENV_H
+#define CAML_MEMPROF_ENV_H
+
+#ifdef CAML_INTERNALS
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "misc.h"
+
+#define CAML_MEMPROF_ENV_VAR "OCAMLMEMPROF"
+#define CAML_MEMPROF_DEFAULT_FRAMES 16
+#define CAML_MEMPROF_MAX_FRAMES 4096
+#define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
+
+struct caml_memprof_env {
+  bool seeded;          /* seed= given */
+  uint64_t seed;
+  bool tracking;        /* rate= given: the built-in tracker runs */
+  double rate;
+  intnat frames;
+  const char *out;      /* output path template, %p = pid */
+};
+
+/* The parsed OCAMLMEMPROF, read on first call (when the main domain is
+ * created, before any OCaml code). A malformed value prints one line
+ * naming the variable, key and value on stderr and exits with 2. */
+const struct caml_memprof_env *caml_memprof_env(void);
+
+/* The built-in tracker (memprof_tracker.c). `start` runs just before
+ * the program's first module initialiser; `finish` at exit, once,
+ * returns the exit status to use: `retcode`, or 2 when the profile
+ * could not be written and `retcode` was 0. */
+void caml_memprof_tracker_start(void);
+int caml_memprof_tracker_finish(int retcode);
+
+#endif /* CAML_INTERNALS */
+
+#endif /* CAML_MEMPROF_ENV_H */

@@ -1,0 +1,530 @@
+/* memprof-ci: the built-in C tracker of statmemprof.
+ *
+ * 1. With OCAMLMEMPROF=rate=... the runtime calls
+ *    caml_memprof_tracker_start() just before the program's first
+ *    module initialiser. It starts a memprof profile whose callbacks
+ *    are the C functions below (memprof.c, design 8.3), so no OCaml
+ *    code runs and nothing is allocated on the OCaml heap per sample.
+ *    New domains and threads inherit the profile.
+ * 2. Sites: one record per distinct raw callstack prefix (at most
+ *    `frames` slots), found through an open-addressing hash table
+ *    under one mutex. Records are malloc'd and never freed or moved,
+ *    so the Val_ptr(site) that memprof keeps for each sampled block
+ *    stays valid until exit.
+ * 3. Counters are relaxed atomics: `alloc` runs on any domain, and
+ *    `promote`/`dealloc` run inside collections, on every domain in
+ *    parallel. Counts are exact sums; nothing is scaled.
+ * 4. At exit (caml_memprof_tracker_finish, at most once): stop
+ *    sampling, read the GC counters, run a full major collection so
+ *    that dead blocks count as collected, resolve each distinct slot
+ *    to source locations once (inlined frames expanded), merge stacks
+ *    that resolve alike, sort them, and write the JSON profile
+ *    (runtime-patch/format/profile-format.md) to a temporary file
+ *    renamed into place. The program's exit status is kept, except
+ *    that a profile that cannot be written turns 0 into 2.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#define CAML_INTERNALS
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "caml/alloc.h"
+#include "caml/backtrace_prim.h"
+#include "caml/camlatomic.h"
+#include "caml/domain_state.h"
+#include "caml/gc_ctrl.h"
+#include "caml/gc_stats.h"
+#include "caml/globroots.h"
+#include "caml/major_gc.h"
+#include "caml/memory.h"
+#include "caml/memprof.h"
+#include "caml/memprof_env.h"
+#include "caml/minor_gc.h"
+#include "caml/mlvalues.h"
+#include "caml/platform.h"
+#include "caml/shared_heap.h"
+#include "caml/version.h"
+
+CAMLextern value caml_sys_argv(value unit);
+
+/**** Sites ****/
+
+enum {
+  C_BLOCKS, C_SAMPLES, C_WORDS,
+  C_MINOR, C_MAJOR, C_MARSHAL, C_CUSTOM,
+  C_PROMOTED, C_COLLECTED,
+  N_COUNTERS
+};
+
+/* Output names, in schema order; live_samples is derived. */
+static const char *const counter_names[N_COUNTERS] = {
+  "blocks", "samples", "words",
+  "minor_samples", "major_samples", "marshal_samples", "custom_samples",
+  "promoted_samples", "collected_samples",
+};
+
+struct site {
+  atomic_uintnat count[N_COUNTERS];
+  uint64_t hash;
+  size_t nslots;
+  backtrace_slot slots[];
+};
+
+static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
+static struct site **sites = NULL;   /* open addressing, power of 2 */
+static size_t sites_capacity = 0, sites_count = 0;
+
+static uint64_t hash_slots(const backtrace_slot *slots, size_t n)
+{
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (uint64_t)(uintptr_t)slots[i];
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 31;
+  }
+  return h;
+}
+
+static bool sites_grow(void)
+{
+  size_t cap = sites_capacity ? 2 * sites_capacity : 1024;
+  struct site **t = calloc(cap, sizeof *t);
+  if (t == NULL) return false;
+  for (size_t i = 0; i < sites_capacity; i++) {
+    struct site *s = sites[i];
+    if (s == NULL) continue;
+    size_t j = s->hash & (cap - 1);
+    while (t[j] != NULL) j = (j + 1) & (cap - 1);
+    t[j] = s;
+  }
+  free(sites);
+  sites = t;
+  sites_capacity = cap;
+  return true;
+}
+
+/* The record for this callstack, created if new; NULL if out of
+ * memory (the sample is then not recorded). */
+static struct site *site_of(const backtrace_slot *slots, size_t n)
+{
+  uint64_t h = hash_slots(slots, n);
+  struct site *found = NULL;
+  caml_plat_lock_blocking(&sites_lock);
+  if (2 * (sites_count + 1) > sites_capacity && !sites_grow()) goto out;
+  size_t j = h & (sites_capacity - 1);
+  for (; sites[j] != NULL; j = (j + 1) & (sites_capacity - 1)) {
+    struct site *s = sites[j];
+    if (s->hash == h && s->nslots == n
+        && memcmp(s->slots, slots, n * sizeof *slots) == 0) {
+      found = s;
+      goto out;
+    }
+  }
+  found = malloc(sizeof *found + n * sizeof *slots);
+  if (found == NULL) goto out;
+  for (int c = 0; c < N_COUNTERS; c++) atomic_store_relaxed(&found->count[c], 0);
+  found->hash = h;
+  found->nslots = n;
+  memcpy(found->slots, slots, n * sizeof *slots);
+  sites[j] = found;
+  sites_count++;
+ out:
+  caml_plat_unlock(&sites_lock);
+  return found;
+}
+
+Caml_inline void bump(struct site *s, int c, uintnat n)
+{
+  atomic_fetch_add_explicit(&s->count[c], n, memory_order_relaxed);
+}
+
+/**** The tracker's callbacks (called by memprof.c) ****/
+
+static value on_alloc(const struct caml_memprof_c_tracker *t,
+                      size_t samples, size_t wosize, int source, bool young,
+                      const backtrace_slot *callstack, size_t frames)
+{
+  (void)t;
+  struct site *s = site_of(callstack, frames);
+  if (s == NULL) return Val_unit;
+  bump(s, C_BLOCKS, 1);
+  bump(s, C_SAMPLES, samples);
+  if (source == CAML_MEMPROF_SRC_CUSTOM) {
+    bump(s, C_WORDS, wosize);            /* out-of-heap words, no header */
+    bump(s, C_CUSTOM, samples);
+  } else {
+    bump(s, C_WORDS, Whsize_wosize(wosize));
+    bump(s, young ? C_MINOR : C_MAJOR, samples);
+    if (source == CAML_MEMPROF_SRC_MARSHAL) bump(s, C_MARSHAL, samples);
+  }
+  return Val_ptr(s);
+}
+
+static void on_promote(const struct caml_memprof_c_tracker *t,
+                       value data, size_t samples)
+{
+  (void)t;
+  bump(Ptr_val(data), C_PROMOTED, samples);
+}
+
+static void on_dealloc(const struct caml_memprof_c_tracker *t,
+                       value data, size_t samples)
+{
+  (void)t;
+  bump(Ptr_val(data), C_COLLECTED, samples);
+}
+
+static const struct caml_memprof_c_tracker tracker = {
+  on_alloc, on_promote, on_dealloc
+};
+
+/**** Start ****/
+
+static value profile = Val_unit;   /* generational global root */
+static char **argv_copy = NULL;
+static size_t argc_copy = 0;
+static atomic_uintnat finished = 0;
+
+void caml_memprof_tracker_start(void)
+{
+  const struct caml_memprof_env *env = caml_memprof_env();
+  if (!env->tracking) return;
+
+  /* Copy Sys.argv now, while it is as the runtime received it. */
+  value argv = caml_sys_argv(Val_unit);
+  argc_copy = Wosize_val(argv);
+  argv_copy = calloc(argc_copy ? argc_copy : 1, sizeof *argv_copy);
+  for (size_t i = 0; argv_copy != NULL && i < argc_copy; i++) {
+    argv_copy[i] = strdup(String_val(Field(argv, i)));
+  }
+  if (argv_copy == NULL) argc_copy = 0;
+
+  caml_register_generational_global_root(&profile);
+  caml_modify_generational_global_root(
+    &profile, caml_memprof_start_c(env->rate, env->frames, &tracker));
+}
+
+/**** Output ****/
+
+/* A growable string, for JSON fragments. `ok` turns false on the
+ * first allocation failure and stays false. */
+struct buf { char *s; size_t len, cap; bool ok; };
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+  if (!b->ok) return;
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (b->len + n + 1 > cap) cap *= 2;
+    char *p = realloc(b->s, cap);
+    if (p == NULL) { b->ok = false; return; }
+    b->s = p;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+static void buf_printf(struct buf *b, const char *fmt, ...)
+{
+  char tmp[128];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0 || (size_t)n >= sizeof tmp) { b->ok = false; return; }
+  buf_add(b, tmp, n);
+}
+
+static void buf_json_string(struct buf *b, const char *s)
+{
+  if (s == NULL) { buf_add(b, "null", 4); return; }
+  buf_add(b, "\"", 1);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      char esc[2] = { '\\', (char)*p };
+      buf_add(b, esc, 2);
+    } else if (*p < 0x20) {
+      buf_printf(b, "\\u%04x", *p);
+    } else {
+      buf_add(b, (const char *)p, 1);
+    }
+  }
+  buf_add(b, "\"", 1);
+}
+
+/* The frames of one raw slot, as JSON objects separated by commas
+ * (several when calls were inlined). Cached per distinct slot. */
+
+struct slot_frames { backtrace_slot slot; char *json; };
+static struct slot_frames *slot_cache = NULL;
+static size_t slot_cache_cap = 0;
+
+static const char unknown_frame[] =
+  "{\"file\":null,\"line\":null,\"col_start\":null,\"col_end\":null,"
+  "\"function\":null,\"inlined\":false}";
+
+static char *resolve_slot_uncached(backtrace_slot slot)
+{
+  struct buf b = { NULL, 0, 0, true };
+  debuginfo d = caml_debuginfo_extract(slot);
+  bool any = false;
+  for (; d != NULL; d = caml_debuginfo_next(d)) {
+    struct caml_loc_info li;
+    memset(&li, 0, sizeof li);
+    caml_debuginfo_location(d, &li);
+    if (!li.loc_valid) continue;
+    if (any) buf_add(&b, ",", 1);
+    any = true;
+    buf_add(&b, "{\"file\":", 8);
+    buf_json_string(&b, li.loc_filename);
+    buf_printf(&b, ",\"line\":%d,\"col_start\":%d,\"col_end\":%d,"
+               "\"function\":", li.loc_start_lnum, li.loc_start_chr,
+               li.loc_end_chr);
+    buf_json_string(&b, li.loc_defname);
+    buf_printf(&b, ",\"inlined\":%s}", li.loc_is_inlined ? "true" : "false");
+  }
+  if (!any) buf_add(&b, unknown_frame, sizeof unknown_frame - 1);
+  if (!b.ok) { free(b.s); return NULL; }
+  return b.s;
+}
+
+static const char *resolve_slot(backtrace_slot slot)
+{
+  if (slot_cache_cap == 0) {
+    slot_cache_cap = 4096;
+    slot_cache = calloc(slot_cache_cap, sizeof *slot_cache);
+    if (slot_cache == NULL) { slot_cache_cap = 0; return NULL; }
+  }
+  size_t mask = slot_cache_cap - 1;
+  size_t j = hash_slots(&slot, 1) & mask;
+  for (size_t probes = 0; probes < slot_cache_cap;
+       probes++, j = (j + 1) & mask) {
+    if (slot_cache[j].json == NULL) {
+      slot_cache[j].slot = slot;
+      slot_cache[j].json = resolve_slot_uncached(slot);
+      return slot_cache[j].json;
+    }
+    if (slot_cache[j].slot == slot) return slot_cache[j].json;
+  }
+  return resolve_slot_uncached(slot); /* cache full: resolve anyway */
+}
+
+struct resolved { char *frames; uintnat count[N_COUNTERS]; };
+
+static int by_frames(const void *a, const void *b)
+{
+  return strcmp(((const struct resolved *)a)->frames,
+                ((const struct resolved *)b)->frames);
+}
+
+static void add_counts(struct buf *b, const uintnat *count)
+{
+  for (int c = 0; c < N_COUNTERS; c++) {
+    buf_printf(b, "%s\"%s\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               c ? "," : "", counter_names[c], count[c]);
+  }
+  buf_printf(b, ",\"live_samples\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+             count[C_SAMPLES] >= count[C_COLLECTED]
+             ? count[C_SAMPLES] - count[C_COLLECTED] : 0);
+}
+
+struct gc_totals {
+  uintnat minor_words, promoted_words, major_words,
+          minor_collections, major_collections, compactions;
+};
+
+/* Exact for this domain and for terminated ones; other running domains
+ * count as of their last collection (cf. caml_do_exit in sys.c). */
+static struct gc_totals read_gc_totals(void)
+{
+  struct gc_stats s;
+  caml_compute_gc_stats(&s);
+  struct gc_totals g;
+  g.minor_words = s.alloc_stats.minor_words
+    + (uintnat)(Caml_state->young_end - Caml_state->young_ptr);
+  g.promoted_words = s.alloc_stats.promoted_words;
+  g.major_words = s.alloc_stats.major_words + Caml_state->allocated_words;
+  g.minor_collections = atomic_load(&caml_minor_collections_count);
+  g.major_collections = caml_major_cycles_completed;
+  g.compactions = atomic_load(&caml_compactions_count);
+  return g;
+}
+
+/* The whole profile as one string, or NULL when out of memory. */
+static char *render(const struct gc_totals *g)
+{
+  const struct caml_memprof_env *env = caml_memprof_env();
+
+  /* Snapshot the table: a still-running domain may insert meanwhile. */
+  caml_plat_lock_blocking(&sites_lock);
+  size_t n = 0;
+  struct resolved *rs = calloc(sites_count ? sites_count : 1, sizeof *rs);
+  for (size_t i = 0; rs != NULL && i < sites_capacity; i++) {
+    struct site *s = sites[i];
+    if (s == NULL) continue;
+    for (int c = 0; c < N_COUNTERS; c++) {
+      rs[n].count[c] = atomic_load_relaxed(&s->count[c]);
+    }
+    rs[n].frames = (char *)s;    /* resolved below, outside the lock */
+    n++;
+  }
+  caml_plat_unlock(&sites_lock);
+  if (rs == NULL) return NULL;
+
+  bool ok = true;
+  for (size_t i = 0; i < n; i++) {
+    struct site *s = (struct site *)rs[i].frames;
+    struct buf fb = { NULL, 0, 0, true };
+    buf_add(&fb, "", 0);
+    for (size_t k = 0; k < s->nslots; k++) {
+      const char *f = resolve_slot(s->slots[k]);
+      if (f == NULL) { fb.ok = false; break; }
+      if (k) buf_add(&fb, ",", 1);
+      buf_add(&fb, f, strlen(f));
+    }
+    rs[i].frames = fb.s;
+    if (!fb.ok) ok = false;
+  }
+
+  struct buf b = { NULL, 0, 0, true };
+  if (ok) {
+    qsort(rs, n, sizeof *rs, by_frames);
+    /* Merge stacks whose slots differ but resolve to the same frames. */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (m > 0 && strcmp(rs[m - 1].frames, rs[i].frames) == 0) {
+        for (int c = 0; c < N_COUNTERS; c++) rs[m - 1].count[c] += rs[i].count[c];
+        free(rs[i].frames);
+      } else {
+        rs[m++] = rs[i];
+      }
+    }
+    n = m;
+
+    uintnat total[N_COUNTERS] = { 0 };
+    for (size_t i = 0; i < n; i++)
+      for (int c = 0; c < N_COUNTERS; c++) total[c] += rs[i].count[c];
+
+    buf_add(&b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+            "\"ocaml_version\":", 52);
+    buf_json_string(&b, OCAML_VERSION_STRING);
+#ifdef NATIVE_CODE
+    buf_add(&b, ",\"backend\":\"native\",\"argv\":[", 28);
+#else
+    buf_add(&b, ",\"backend\":\"bytecode\",\"argv\":[", 30);
+#endif
+    for (size_t i = 0; i < argc_copy; i++) {
+      if (i) buf_add(&b, ",", 1);
+      buf_json_string(&b, argv_copy[i]);
+    }
+    buf_printf(&b, "],\n\"config\":{\"rate\":%.17g,\"seed\":", env->rate);
+    if (env->seeded) buf_printf(&b, "%llu", (unsigned long long)env->seed);
+    else buf_add(&b, "null", 4);
+    buf_printf(&b, ",\"frames\":%ld},\n", (long)env->frames);
+    buf_printf(&b, "\"gc\":{\"minor_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               g->minor_words);
+    buf_printf(&b, ",\"promoted_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               g->promoted_words);
+    buf_printf(&b, ",\"major_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               g->major_words);
+    buf_printf(&b, ",\"minor_collections\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               g->minor_collections);
+    buf_printf(&b, ",\"major_collections\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
+               g->major_collections);
+    buf_printf(&b, ",\"compactions\":%" ARCH_INTNAT_PRINTF_FORMAT "u},\n",
+               g->compactions);
+    buf_add(&b, "\"totals\":{", 10);
+    add_counts(&b, total);
+    buf_add(&b, "},\n\"stacks\":[", 13);
+    for (size_t i = 0; i < n; i++) {
+      buf_add(&b, i ? ",\n{" : "\n{", i ? 3 : 2);
+      add_counts(&b, rs[i].count);
+      buf_add(&b, ",\"frames\":[", 11);
+      buf_add(&b, rs[i].frames, strlen(rs[i].frames));
+      buf_add(&b, "]}", 2);
+    }
+    buf_add(&b, "\n]}\n", 4);
+  }
+  for (size_t i = 0; i < n; i++) free(rs[i].frames);
+  free(rs);
+  if (!ok || !b.ok) { free(b.s); return NULL; }
+  return b.s;
+}
+
+/* out with %p replaced by the pid and %% by %. */
+static char *expand_out(const char *tmpl)
+{
+  struct buf b = { NULL, 0, 0, true };
+  buf_add(&b, "", 0);
+  for (const char *p = tmpl; *p; p++) {
+    if (p[0] == '%' && p[1] == 'p') {
+      buf_printf(&b, "%ld", (long)getpid());
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      buf_add(&b, "%", 1);
+      p++;
+    } else {
+      buf_add(&b, p, 1);
+    }
+  }
+  if (!b.ok) { free(b.s); return NULL; }
+  return b.s;
+}
+
+/* Write `text` to `path` through a temporary file and rename, so that
+ * `path` only ever holds a complete profile. Returns 0 or an errno. */
+static int write_atomically(const char *path, const char *text)
+{
+  size_t len = strlen(path) + 32;
+  char *tmp = malloc(len);
+  if (tmp == NULL) return ENOMEM;
+  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+  int err = 0;
+  FILE *f = fopen(tmp, "w");
+  if (f == NULL) { err = errno; goto out; }
+  size_t n = strlen(text);
+  if (fwrite(text, 1, n, f) != n) err = errno ? errno : EIO;
+  if (fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
+  if (err == 0 && rename(tmp, path) != 0) err = errno;
+  if (err != 0) unlink(tmp);
+ out:
+  free(tmp);
+  return err;
+}
+
+int caml_memprof_tracker_finish(int retcode)
+{
+  if (profile == Val_unit) return retcode;
+  if (atomic_exchange(&finished, 1)) return retcode;
+
+  caml_memprof_stop_c(profile);
+  struct gc_totals g = read_gc_totals();
+
+  /* Reachability at exit, not GC timing, decides "live": three cycles
+   * are needed for a block unreachable now to be collected (see
+   * gc_full_major_res in gc_ctrl.c). */
+  caml_minor_collection();
+  for (int i = 0; i < 3; i++) caml_finish_major_cycle(0);
+
+  const char *tmpl = caml_memprof_env()->out;
+  char *path = expand_out(tmpl);
+  char *text = render(&g);
+  int err = (path == NULL || text == NULL) ? ENOMEM
+          : write_atomically(path, text);
+  if (err != 0) {
+    fprintf(stderr, "%s: cannot write the allocation profile to '%s': %s\n",
+            CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
+    if (retcode == 0) retcode = 2;
+  }
+  free(path);
+  free(text);
+  return retcode;
+}

@@ -1,0 +1,202 @@
+"""The built-in C tracker: OCAMLMEMPROF=rate=... profiles a program with
+no code change and writes a version-1 profile at exit.
+
+Statistical checks use the 5.7-sigma binomial bound of upstream's
+statmemprof tests (false failure rate about 1e-8 per check)."""
+
+import json
+
+import jsonschema
+import pytest
+
+from conftest import SCHEMA, binomial_bound_ok, profile, run, site_totals
+
+COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
+          "marshal_samples", "custom_samples", "promoted_samples",
+          "collected_samples", "live_samples"]
+
+
+def check_valid(prof):
+    jsonschema.validate(prof, json.loads(SCHEMA.read_text()))
+    for c in COUNTS:
+        assert prof["totals"][c] == sum(s[c] for s in prof["stacks"]), c
+    for s in prof["stacks"] + [prof["totals"]]:
+        assert s["samples"] == s["minor_samples"] + s["major_samples"] + s["custom_samples"]
+        assert s["collected_samples"] + s["live_samples"] == s["samples"]
+        assert s["promoted_samples"] <= s["minor_samples"] + s["custom_samples"]
+        assert s["marshal_samples"] <= s["minor_samples"] + s["major_samples"]
+        assert s["blocks"] <= s["samples"]
+
+
+def startup_offset(build, tmp_path, backend="native"):
+    """Words the runtime allocates before profiling starts (argv etc.),
+    measured on a program that allocates nothing itself."""
+    prof, _, _ = profile(build("hello", backend=backend), rate=1, tmp=tmp_path, name="h.json")
+    g, t = prof["gc"], prof["totals"]
+    return (g["minor_words"] - t["minor_samples"],
+            g["major_words"] - g["promoted_words"] - t["major_samples"])
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_rate_one_counts_every_word(build, tmp_path, backend):
+    minor0, major0 = startup_offset(build, tmp_path, backend)
+    prof, _, _ = profile(build("tracker_sites", backend=backend), "1", rate=1, tmp=tmp_path)
+    check_valid(prof)
+    g, t = prof["gc"], prof["totals"]
+    assert t["minor_samples"] > 10_000_000
+    assert g["minor_words"] - t["minor_samples"] == minor0
+    assert g["major_words"] - g["promoted_words"] - t["major_samples"] == major0
+    assert t["words"] == t["samples"]          # at rate 1 each word is one sample
+
+
+@pytest.mark.parametrize("rate", [1e-1, 1e-2, 1e-3, 1e-4])
+def test_per_site_counts_and_estimates(build, tmp_path, rate):
+    prof, _, _ = profile(build("tracker_sites"), "1", rate=rate, tmp=tmp_path)
+    check_valid(prof)
+    samples = site_totals(prof)
+    truth = {"Tracker_sites.alloc_ten": 10 * 1_000_000,
+             "Tracker_sites.alloc_five": 5 * 1_000_000,
+             "Tracker_sites.alloc_big": 1001 * 2_000}
+    for fn, words in truth.items():
+        n = samples.get(fn, 0)
+        assert binomial_bound_ok(n, words, rate), (fn, n, words, rate)
+        # The estimate samples/rate, in bytes, within the same bound of the truth.
+        est_bytes = n / rate * 8
+        sd_bytes = (words * (1 - rate) / rate) ** 0.5 * 8
+        assert abs(est_bytes - words * 8) <= 5.7 * sd_bytes
+
+
+def test_frames_have_locations(build, tmp_path):
+    prof, _, _ = profile(build("tracker_sites"), rate=1e-2, tmp=tmp_path)
+    top = max(prof["stacks"], key=lambda s: s["samples"])
+    f = top["frames"][0]
+    assert f["file"] == "tracker_sites.ml" and f["line"] > 0
+    assert f["function"].startswith("Tracker_sites.alloc_")
+    assert f["col_end"] >= f["col_start"] >= 0
+
+
+def test_frames_limit(build, tmp_path):
+    prof, _, _ = profile(build("tracker_sites"), rate=1e-2, frames=1, tmp=tmp_path)
+    assert prof["config"]["frames"] == 1
+    # One raw slot per stack; inlining may expand it, never beyond that slot.
+    assert all(len([f for f in s["frames"] if not f["inlined"]]) <= 1 for s in prof["stacks"])
+
+
+def test_without_debug_info_locations_are_unknown(build, tmp_path):
+    prof, _, _ = profile(build("tracker_sites", debug=False), rate=1e-2, tmp=tmp_path)
+    check_valid(prof)
+    assert prof["totals"]["samples"] > 0
+    frames = [f for s in prof["stacks"] for f in s["frames"]]
+    assert frames and all(f["file"] is None and f["function"] is None for f in frames)
+
+
+def test_bytecode_profile(build, tmp_path):
+    prof, _, _ = profile(build("tracker_sites", backend="bytecode"), rate=1e-2, tmp=tmp_path)
+    check_valid(prof)
+    assert prof["backend"] == "bytecode"
+    fns = site_totals(prof)
+    assert any(fn and fn.startswith("Tracker_sites.alloc_") for fn in fns)
+
+
+def test_live_at_exit_keep_and_drop(build, tmp_path):
+    exe = build("retain")
+    keep, _, _ = profile(exe, "keep", rate=1e-2, tmp=tmp_path, name="keep.json")
+    drop, _, _ = profile(exe, "drop", rate=1e-2, tmp=tmp_path, name="drop.json")
+    check_valid(keep)
+    check_valid(drop)
+    k = site_totals(keep, "live_samples")["Retain.make_block"]
+    ks = site_totals(keep)["Retain.make_block"]
+    assert k == ks and binomial_bound_ok(ks, 100_000 * 10, 1e-2)
+    assert site_totals(drop, "live_samples").get("Retain.make_block", 0) == 0
+    assert drop["totals"]["live_samples"] <= 0.01 * drop["totals"]["samples"]
+    assert keep["totals"]["promoted_samples"] > 0
+
+
+def test_same_seed_byte_identical(build, tmp_path):
+    exe = build("tracker_sites")
+    _, a, _ = profile(exe, rate=1e-3, seed=5, tmp=tmp_path, name="a.json")
+    _, b, _ = profile(exe, rate=1e-3, seed=5, tmp=tmp_path, name="b.json")
+    assert a == b
+
+
+def test_minor_heap_size_does_not_change_allocation_samples(build, tmp_path):
+    exe = build("retain")
+    def alloc_counts(runparam, name):
+        prof, _, _ = profile(exe, "keep", rate=1e-2, seed=9, tmp=tmp_path, name=name,
+                             runparam=runparam)
+        return {json.dumps(s["frames"]): (s["blocks"], s["samples"], s["words"],
+                                          s["minor_samples"], s["major_samples"])
+                for s in prof["stacks"]}, prof
+    small, p1 = alloc_counts("s=32k", "s.json")
+    large, p2 = alloc_counts("s=4M", "l.json")
+    assert small == large
+    assert p1["gc"]["minor_collections"] != p2["gc"]["minor_collections"]
+
+
+def test_different_seeds_differ(build, tmp_path):
+    exe = build("tracker_sites")
+    _, a, _ = profile(exe, rate=1e-3, seed=1, tmp=tmp_path, name="a.json")
+    _, b, _ = profile(exe, rate=1e-3, seed=2, tmp=tmp_path, name="b.json")
+    assert a != b
+
+
+def test_multi_domain(build, tmp_path):
+    exe = build("domains")
+    prof, _, res = profile(exe, rate=1, seed=None, tmp=tmp_path)
+    check_valid(prof)
+    assert res.stdout.strip() == "900000"
+    fns = site_totals(prof)
+    # Each of the three domains made 300_000 two-word cons cells
+    # (3 words with the header) at domain_work, and 3_000 arrays.
+    assert fns["Domains.domain_work"] == 3 * (300_000 * 3 + 3_000 * 301)
+
+
+def test_systhreads(build, tmp_path):
+    exe = build("threads", threads=True)
+    prof, _, _ = profile(exe, rate=1, seed=None, tmp=tmp_path)
+    check_valid(prof)
+    # Five threads each made 200_000 lists [i; i]: two cons cells, 6 words.
+    assert site_totals(prof)["Threads.thread_work"] == 5 * 200_000 * 6
+
+
+@pytest.mark.parametrize("mode,status", [("normal", 0), ("exit3", 3), ("raise", 2)])
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_exit_paths_write_profile(build, tmp_path, mode, status, backend):
+    exe = build("exits", backend=backend)
+    out = tmp_path / "p.json"
+    res = run(exe, mode, memprof=f"rate=1e-2,seed=1,out={out}", check=False)
+    assert res.returncode == status
+    if mode == "raise":
+        assert "deliberate uncaught exception" in res.stderr
+    prof = json.loads(out.read_text())
+    check_valid(prof)
+    assert site_totals(prof)["Exits.work"] > 0
+    assert not list(tmp_path.glob("*.tmp.*"))
+
+
+def test_out_pid_expansion_and_default(build, tmp_path):
+    exe = build("exits")
+    run(exe, "normal", memprof="rate=1e-2,out=prof.%p.json", cwd=tmp_path)
+    run(exe, "normal", memprof="rate=1e-2", cwd=tmp_path)
+    assert len(list(tmp_path.glob("prof.*.json"))) == 1
+    default = list(tmp_path.glob("memprof.*.json"))
+    assert len(default) == 1 and default[0].name.split(".")[1].isdigit()
+
+
+def test_unwritable_out(build, tmp_path):
+    # A missing directory: unwritable even for root, unlike a read-only one.
+    exe = build("exits")
+    target = tmp_path / "missing" / "p.json"
+    res = run(exe, "normal", memprof=f"rate=1e-2,out={target}", check=False)
+    assert res.returncode == 2
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "OCAMLMEMPROF" in lines[0] and str(target) in lines[0]
+    res = run(exe, "exit3", memprof=f"rate=1e-2,out={target}", check=False)
+    assert res.returncode == 3
+
+
+def test_gc_memprof_refuses_to_stop_env_profile(build, tmp_path):
+    res = run(build("sample_sequence"), "0.01", memprof=f"rate=1e-3,out={tmp_path/'p.json'}",
+              check=False)
+    assert res.returncode == 2
+    assert "already started" in res.stderr
