@@ -27,7 +27,7 @@ ENSURE_DEPS := harness/scripts/ensure-deps.sh
 HARNESS := PYTHONPATH=$(ROOT)/harness $(PYTHON) -m memprof_ci
 PATCH_ID_FILE := _build/runtime/patch-id
 
-.PHONY: all runtime test check-alloc update-baselines bench-overhead deps-build \
+.PHONY: all runtime stock-runtime test check-alloc update-baselines bench-overhead deps-build \
   deps-python deps-bench deps-lint clean
 
 all: check-alloc
@@ -41,6 +41,12 @@ runtime: $(PATCH_ID_FILE)
 
 $(PATCH_ID_FILE): $(RUNTIME_INPUTS) | deps-build
 	runtime-patch/build-runtime.sh
+
+# Unpatched OCaml 5.3.0, the reference of the overhead study only.
+stock-runtime: _build/stock/bin/ocamlopt
+
+_build/stock/bin/ocamlopt: runtime-patch/build-runtime.sh | deps-build
+	STOCK=1 runtime-patch/build-runtime.sh
 
 # ---- Dependencies: installed with apt-get when root, else named -----------
 

@@ -14,8 +14,12 @@
 #    Baselines carry the same hash as the runtime's identity.
 # 4. The build tree is kept: the upstream statmemprof tests run in it.
 #
+# 5. With STOCK=1 it builds unpatched OCaml 5.3.0 into _build/stock
+#    instead (same source, same configuration, no runtime-patch/), the
+#    reference for the overhead study's "as fast as stock" comparison.
+#
 # Usage: runtime-patch/build-runtime.sh   (from the repository root;
-# `make runtime` calls it only when an input changed).
+# `make runtime` / `make stock-runtime` call it when an input changed).
 set -euo pipefail
 
 readonly OCAML_VERSION=5.3.0
@@ -23,8 +27,13 @@ readonly OCAML_SHA512=0f4b86e38437afa2d8e304b38416691defaad72309e101e09394753acb
 
 root=$(pwd)
 build="$root/_build"
-src_new="$build/ocaml-src"
-prefix="$build/runtime"
+if [ "${STOCK:-0}" = 1 ]; then
+  src_new="$build/stock-src"
+  prefix="$build/stock"
+else
+  src_new="$build/ocaml-src"
+  prefix="$build/runtime"
+fi
 jobs=$(nproc 2>/dev/null || echo 2)
 
 die() { echo "build-runtime: $*" >&2; exit 2; }
@@ -67,16 +76,18 @@ else
   tar xzf "$tarball" -C "$src_new" --strip-components=1
 fi
 
-echo "build-runtime: applying runtime-patch/"
-cp "$root"/runtime-patch/src/*.c "$src_new/runtime/"
-cp "$root"/runtime-patch/src/caml/*.h "$src_new/runtime/caml/"
-for p in "$root"/runtime-patch/patches/*.patch; do
-  patch -d "$src_new" -p1 --quiet --forward < "$p" ||
-    die "$(basename "$p") does not apply to OCaml $OCAML_VERSION"
-done
+if [ "${STOCK:-0}" != 1 ]; then
+  echo "build-runtime: applying runtime-patch/"
+  cp "$root"/runtime-patch/src/*.c "$src_new/runtime/"
+  cp "$root"/runtime-patch/src/caml/*.h "$src_new/runtime/caml/"
+  for p in "$root"/runtime-patch/patches/*.patch; do
+    patch -d "$src_new" -p1 --quiet --forward < "$p" ||
+      die "$(basename "$p") does not apply to OCaml $OCAML_VERSION"
+  done
+fi
 
 echo "build-runtime: configuring and building ($jobs jobs, ~3 minutes cold)"
-log="$build/runtime-build.log"
+log="$prefix-build.log"
 (
   cd "$src_new"
   ./configure --prefix="$prefix" \

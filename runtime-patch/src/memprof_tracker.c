@@ -232,6 +232,9 @@ static void buf_add(struct buf *b, const char *s, size_t n)
   b->s[b->len] = '\0';
 }
 
+/* Append a string literal; its length is known at compile time. */
+#define buf_lit(b, lit) buf_add((b), (lit), sizeof(lit) - 1)
+
 static void buf_printf(struct buf *b, const char *fmt, ...)
 {
   char tmp[128];
@@ -245,8 +248,8 @@ static void buf_printf(struct buf *b, const char *fmt, ...)
 
 static void buf_json_string(struct buf *b, const char *s)
 {
-  if (s == NULL) { buf_add(b, "null", 4); return; }
-  buf_add(b, "\"", 1);
+  if (s == NULL) { buf_lit(b, "null"); return; }
+  buf_lit(b, "\"");
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     if (*p == '"' || *p == '\\') {
       char esc[2] = { '\\', (char)*p };
@@ -257,7 +260,7 @@ static void buf_json_string(struct buf *b, const char *s)
       buf_add(b, (const char *)p, 1);
     }
   }
-  buf_add(b, "\"", 1);
+  buf_lit(b, "\"");
 }
 
 /* The frames of one raw slot, as JSON objects separated by commas
@@ -281,9 +284,9 @@ static char *resolve_slot_uncached(backtrace_slot slot)
     memset(&li, 0, sizeof li);
     caml_debuginfo_location(d, &li);
     if (!li.loc_valid) continue;
-    if (any) buf_add(&b, ",", 1);
+    if (any) buf_lit(&b, ",");
     any = true;
-    buf_add(&b, "{\"file\":", 8);
+    buf_lit(&b, "{\"file\":");
     buf_json_string(&b, li.loc_filename);
     buf_printf(&b, ",\"line\":%d,\"col_start\":%d,\"col_end\":%d,"
                "\"function\":", li.loc_start_lnum, li.loc_start_chr,
@@ -383,11 +386,11 @@ static char *render(const struct gc_totals *g)
   for (size_t i = 0; i < n; i++) {
     struct site *s = (struct site *)rs[i].frames;
     struct buf fb = { NULL, 0, 0, true };
-    buf_add(&fb, "", 0);
+    buf_lit(&fb, "");
     for (size_t k = 0; k < s->nslots; k++) {
       const char *f = resolve_slot(s->slots[k]);
       if (f == NULL) { fb.ok = false; break; }
-      if (k) buf_add(&fb, ",", 1);
+      if (k) buf_lit(&fb, ",");
       buf_add(&fb, f, strlen(f));
     }
     rs[i].frames = fb.s;
@@ -413,21 +416,21 @@ static char *render(const struct gc_totals *g)
     for (size_t i = 0; i < n; i++)
       for (int c = 0; c < N_COUNTERS; c++) total[c] += rs[i].count[c];
 
-    buf_add(&b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
-            "\"ocaml_version\":", 52);
+    buf_lit(&b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+            "\"ocaml_version\":");
     buf_json_string(&b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
-    buf_add(&b, ",\"backend\":\"native\",\"argv\":[", 28);
+    buf_lit(&b, ",\"backend\":\"native\",\"argv\":[");
 #else
-    buf_add(&b, ",\"backend\":\"bytecode\",\"argv\":[", 30);
+    buf_lit(&b, ",\"backend\":\"bytecode\",\"argv\":[");
 #endif
     for (size_t i = 0; i < argc_copy; i++) {
-      if (i) buf_add(&b, ",", 1);
+      if (i) buf_lit(&b, ",");
       buf_json_string(&b, argv_copy[i]);
     }
     buf_printf(&b, "],\n\"config\":{\"rate\":%.17g,\"seed\":", env->rate);
     if (env->seeded) buf_printf(&b, "%llu", (unsigned long long)env->seed);
-    else buf_add(&b, "null", 4);
+    else buf_lit(&b, "null");
     buf_printf(&b, ",\"frames\":%ld},\n", (long)env->frames);
     buf_printf(&b, "\"gc\":{\"minor_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
                g->minor_words);
@@ -441,17 +444,17 @@ static char *render(const struct gc_totals *g)
                g->major_collections);
     buf_printf(&b, ",\"compactions\":%" ARCH_INTNAT_PRINTF_FORMAT "u},\n",
                g->compactions);
-    buf_add(&b, "\"totals\":{", 10);
+    buf_lit(&b, "\"totals\":{");
     add_counts(&b, total);
-    buf_add(&b, "},\n\"stacks\":[", 13);
+    buf_lit(&b, "},\n\"stacks\":[");
     for (size_t i = 0; i < n; i++) {
       buf_add(&b, i ? ",\n{" : "\n{", i ? 3 : 2);
       add_counts(&b, rs[i].count);
-      buf_add(&b, ",\"frames\":[", 11);
+      buf_lit(&b, ",\"frames\":[");
       buf_add(&b, rs[i].frames, strlen(rs[i].frames));
-      buf_add(&b, "]}", 2);
+      buf_lit(&b, "]}");
     }
-    buf_add(&b, "\n]}\n", 4);
+    buf_lit(&b, "\n]}\n");
   }
   for (size_t i = 0; i < n; i++) free(rs[i].frames);
   free(rs);
@@ -463,13 +466,13 @@ static char *render(const struct gc_totals *g)
 static char *expand_out(const char *tmpl)
 {
   struct buf b = { NULL, 0, 0, true };
-  buf_add(&b, "", 0);
+  buf_lit(&b, "");
   for (const char *p = tmpl; *p; p++) {
     if (p[0] == '%' && p[1] == 'p') {
       buf_printf(&b, "%ld", (long)getpid());
       p++;
     } else if (p[0] == '%' && p[1] == '%') {
-      buf_add(&b, "%", 1);
+      buf_lit(&b, "%");
       p++;
     } else {
       buf_add(&b, p, 1);

@@ -5,7 +5,7 @@ minor-heap size or on extra minor collections."""
 
 import pytest
 
-from conftest import run
+from runtime_testlib import run
 
 RATE = "0.01"
 

@@ -4,7 +4,7 @@ statmemprof tests use (a false failure rate of about 1e-8 per check)."""
 
 import pytest
 
-from conftest import binomial_bound_ok, run
+from runtime_testlib import binomial_bound_ok, run
 
 
 @pytest.mark.parametrize("rate", [1e-1, 1e-2, 1e-3, 1e-4])

@@ -4,7 +4,7 @@ the variable, the key and the value; well-formed values are accepted."""
 
 import pytest
 
-from conftest import run
+from runtime_testlib import run
 
 BAD = [
     ("seed", "abc"), ("seed", "-1"), ("seed", "18446744073709551616"),

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from conftest import SCHEMA, binomial_bound_ok, profile, run, site_totals
+from runtime_testlib import SCHEMA, binomial_bound_ok, profile, run, site_totals
 
 COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
           "marshal_samples", "custom_samples", "promoted_samples",
@@ -28,10 +28,11 @@ def check_valid(prof):
         assert s["blocks"] <= s["samples"]
 
 
-def startup_offset(build, tmp_path, backend="native"):
-    """Words the runtime allocates before profiling starts (argv etc.),
-    measured on a program that allocates nothing itself."""
-    prof, _, _ = profile(build("hello", backend=backend), rate=1, tmp=tmp_path, name="h.json")
+def startup_offset(exe, tmp_path):
+    """Words the runtime allocates before profiling starts (Sys.argv and
+    the like), measured on the same executable, with an argument of the
+    same length that makes it allocate nothing itself."""
+    prof, _, _ = profile(exe, "0", rate=1, tmp=tmp_path, name="h.json")
     g, t = prof["gc"], prof["totals"]
     return (g["minor_words"] - t["minor_samples"],
             g["major_words"] - g["promoted_words"] - t["major_samples"])
@@ -39,8 +40,9 @@ def startup_offset(build, tmp_path, backend="native"):
 
 @pytest.mark.parametrize("backend", ["native", "bytecode"])
 def test_rate_one_counts_every_word(build, tmp_path, backend):
-    minor0, major0 = startup_offset(build, tmp_path, backend)
-    prof, _, _ = profile(build("tracker_sites", backend=backend), "1", rate=1, tmp=tmp_path)
+    exe = build("tracker_sites", backend=backend)
+    minor0, major0 = startup_offset(exe, tmp_path)
+    prof, _, _ = profile(exe, "1", rate=1, tmp=tmp_path)
     check_valid(prof)
     g, t = prof["gc"], prof["totals"]
     assert t["minor_samples"] > 10_000_000
@@ -86,8 +88,13 @@ def test_without_debug_info_locations_are_unknown(build, tmp_path):
     prof, _, _ = profile(build("tracker_sites", debug=False), rate=1e-2, tmp=tmp_path)
     check_valid(prof)
     assert prof["totals"]["samples"] > 0
-    frames = [f for s in prof["stacks"] for f in s["frames"]]
-    assert frames and all(f["file"] is None and f["function"] is None for f in frames)
+    # Without -g, OCaml's inline allocations carry no debug information
+    # (calls still do, and the stdlib keeps its -g): the biggest sites,
+    # alloc_ten and alloc_five, keep an unknown innermost frame.
+    top2 = sorted(prof["stacks"], key=lambda s: -s["samples"])[:2]
+    for s in top2:
+        f = s["frames"][0]
+        assert f["file"] is None and f["function"] is None and f["line"] is None
 
 
 def test_bytecode_profile(build, tmp_path):
@@ -144,7 +151,7 @@ def test_multi_domain(build, tmp_path):
     exe = build("domains")
     prof, _, res = profile(exe, rate=1, seed=None, tmp=tmp_path)
     check_valid(prof)
-    assert res.stdout.strip() == "900000"
+    assert res.stdout.strip() == "3"
     fns = site_totals(prof)
     # Each of the three domains made 300_000 two-word cons cells
     # (3 words with the header) at domain_work, and 3_000 arrays.

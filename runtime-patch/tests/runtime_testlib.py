@@ -1,0 +1,112 @@
+"""Helpers shared by the patched runtime's tests: where the runtime and
+programs are, running programs with a clean environment, reading
+profiles. Imported by name (not as `conftest`) so that it cannot be
+confused with another test directory's conftest in one pytest run.
+
+Invariants: programs are compiled once per session into a temporary
+directory, never into the source tree; the runtime under test is
+_build/runtime (or $MEMPROF_CI_RUNTIME), and its absence is a test
+failure that names `make runtime`, never a skip.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
+RUNTIME = pathlib.Path(os.environ.get("MEMPROF_CI_RUNTIME", ROOT / "_build" / "runtime"))
+SCHEMA = ROOT / "runtime-patch" / "format" / "profile.schema.json"
+
+THREAD_FLAGS = ["-I", "+unix", "-I", "+threads"]
+
+
+def binomial_bound_ok(samples, words, rate, sigmas=5.7):
+    """The check of upstream's statmemprof tests: a sample count lies
+    within `sigmas` standard deviations of Binomial(words, rate)."""
+    mean = words * rate
+    sd = (words * rate * (1 - rate)) ** 0.5
+    return abs(samples - mean) <= sigmas * sd
+
+
+@pytest.fixture(scope="session")
+def runtime_bin():
+    bindir = RUNTIME / "bin"
+    if not (bindir / "ocamlopt").exists():
+        pytest.fail(f"no patched runtime at {RUNTIME}: run `make runtime` first")
+    return bindir
+
+
+class Builder:
+    def __init__(self, bindir, outdir):
+        self.bindir = bindir
+        self.outdir = outdir
+        self.cache = {}
+
+    def __call__(self, name, backend="native", debug=True, threads=False):
+        key = (name, backend, debug, threads)
+        if key in self.cache:
+            return self.cache[key]
+        src = PROGRAMS / f"{name}.ml"
+        tag = f"{name}.{backend}{'' if debug else '.nodebug'}"
+        work = self.outdir / tag
+        work.mkdir(parents=True, exist_ok=True)
+        (work / f"{name}.ml").write_text(src.read_text())
+        exe = work / f"{name}.exe"
+        if backend == "native":
+            cmd = [str(self.bindir / "ocamlopt")]
+            libs = ["unix.cmxa", "threads.cmxa"] if threads else []
+        else:
+            cmd = [str(self.bindir / "ocamlc")]
+            libs = ["unix.cma", "threads.cma"] if threads else []
+        cmd += (["-g"] if debug else []) + (THREAD_FLAGS if threads else [])
+        cmd += libs + [f"{name}.ml", "-o", exe.name]
+        res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.fail(f"compiling {name}.ml failed:\n{res.stderr}")
+        self.cache[key] = exe
+        return exe
+
+
+@pytest.fixture(scope="session")
+def build(runtime_bin, tmp_path_factory):
+    return Builder(runtime_bin, tmp_path_factory.mktemp("programs"))
+
+
+def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None):
+    """Run a test program with a clean OCAMLMEMPROF/OCAMLRUNPARAM."""
+    e = {k: v for k, v in os.environ.items()
+         if k not in ("OCAMLMEMPROF", "OCAMLRUNPARAM", "CAMLRUNPARAM")}
+    if memprof is not None:
+        e["OCAMLMEMPROF"] = memprof
+    if runparam is not None:
+        e["OCAMLRUNPARAM"] = runparam
+    e.update(env or {})
+    res = subprocess.run([str(exe), *map(str, args)], env=e, cwd=cwd,
+                         capture_output=True, text=True, timeout=300)
+    if check and res.returncode != 0:
+        raise AssertionError(f"{exe.name} {args} exited {res.returncode}:\n{res.stderr}")
+    return res
+
+
+def profile(exe, *args, rate, seed=1, frames=16, tmp, name="p.json", **kw):
+    """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""
+    out = tmp / name
+    spec = f"rate={rate},frames={frames},out={out}"
+    if seed is not None:
+        spec += f",seed={seed}"
+    res = run(exe, *args, memprof=spec, **kw)
+    raw = out.read_bytes()
+    return json.loads(raw), raw, res
+
+
+def site_totals(prof, key="samples"):
+    """Sum a count per innermost known function name."""
+    totals = {}
+    for st in prof["stacks"]:
+        fn = next((f["function"] for f in st["frames"] if f["function"]), None)
+        totals[fn] = totals.get(fn, 0) + st[key]
+    return totals
