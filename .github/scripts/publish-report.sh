@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# publish-report.sh REPORT_DIR STATUS [TITLE]
+#
+# Publishes one allocation report inside a GitHub job: appends REPORT_DIR/report.md
+# to the job summary ($GITHUB_STEP_SUMMARY, when set), records the normalised
+# verdict in REPORT_DIR/exit-status and prints an error annotation on failure.
+#
+# Invariants:
+#   - STATUS is normalised: 0 pass, 1 regression, anything else 2 (error);
+#     a 2 becomes 1 when REPORT_DIR/report.json's verdict says regression
+#     (make's exit status hides the harness's 1), never the other way round;
+#     the normalised value is written to REPORT_DIR/exit-status and is this
+#     script's own exit code, so a caller can `exit` with it;
+#   - a missing report.md is itself reported and makes the verdict 2 (error),
+#     whatever STATUS said: a check that wrote no report never passes;
+#   - the summary gets at most 512 KiB of the report (GitHub caps a step's
+#     summary at 1 MiB); the full report stays in REPORT_DIR for the artifact.
+set -euo pipefail
+
+if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
+  echo "usage: $0 REPORT_DIR STATUS [TITLE]" >&2
+  exit 2
+fi
+report_dir=$1
+status=$2
+title=${3:-memprof-ci allocation report}
+max_summary_bytes=$((512 * 1024))
+
+case "$status" in
+  0|1) ;;
+  *) status=2 ;;
+esac
+# GNU make reports any failing recipe as 2, so through `make check-alloc` a
+# regression arrives as 2: take the harness's own verdict from report.json,
+# but only to turn an error into a regression, never a failure into a pass.
+if [ "$status" = 2 ] && [ -f "$report_dir/report.json" ]; then
+  reported=$(/usr/bin/python3 -c '
+import json, sys
+try:
+    with open(sys.argv[1], "rb") as fh:
+        print(json.loads(fh.read(64 << 20))["verdict"]["exit_code"])
+except Exception:
+    print("")
+' "$report_dir/report.json" 2>/dev/null || true)
+  if [ "$reported" = 1 ]; then
+    status=1
+  fi
+fi
+# No report means the check did not really run: never a pass or a plain regression.
+if [ ! -f "$report_dir/report.md" ]; then
+  status=2
+fi
+case "$status" in
+  0) verdict="pass" ;;
+  1) verdict="allocation regression" ;;
+  *) verdict="error" ;;
+esac
+
+mkdir -p "$report_dir"
+printf '%s\n' "$status" >"$report_dir/exit-status"
+
+summary=${GITHUB_STEP_SUMMARY:-/dev/null}
+{
+  printf '## %s: %s\n\n' "$title" "$verdict"
+  if [ -f "$report_dir/report.md" ]; then
+    size=$(wc -c <"$report_dir/report.md")
+    head -c "$max_summary_bytes" "$report_dir/report.md"
+    if [ "$size" -gt "$max_summary_bytes" ]; then
+      printf '\n\n_Report truncated (%s bytes); download the artifact for the full report._\n' "$size"
+    fi
+  else
+    printf '_No report.md was produced in %s; see the job log._\n' "$report_dir"
+  fi
+  printf '\n'
+} >>"$summary"
+
+case "$status" in
+  0) echo "memprof-ci: $verdict" ;;
+  1) echo "::error title=memprof-ci::allocation regression (exit 1); see the job summary or the report artifact" ;;
+  *) echo "::error title=memprof-ci::the allocation check failed with an error (status $2); see the job log" ;;
+esac
+exit "$status"
