@@ -1,0 +1,7 @@
+"""Entry point for `python3 -m memprof_ci`; same as the memprof-ci script."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

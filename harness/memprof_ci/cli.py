@@ -1,0 +1,370 @@
+"""Command-line interface: check, update-baselines, compare, merge, list.
+
+`check` and `update-baselines` wrap pytest.main with the memprof-ci plugin;
+`compare` and `merge` run nothing.  Invariants: the process exit code is 0
+(no regression), 1 (regression) or 2 (usage, configuration or infrastructure
+error), derived from report.verdict() and never from pytest's own code
+alone; every MemprofError is printed as one line, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+
+from . import __version__
+from .errors import ConfigError, InputError, MemprofError
+
+EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+
+
+def _err(msg: str) -> None:
+    print(f"memprof-ci: error: {msg}", file=sys.stderr)
+
+
+def _add_run_options(p, check: bool):
+    p.add_argument("--manifest", default="benchmarks/benchmarks.toml",
+                   help="benchmark manifest (TOML); default: %(default)s")
+    p.add_argument("--baselines", default="baselines",
+                   help="directory of baseline files; default: %(default)s/")
+    p.add_argument("-k", dest="keyword", metavar="EXPR",
+                   help="only run checks matching the pytest keyword expression")
+    p.add_argument("-m", dest="markexpr", metavar="EXPR",
+                   help="only run checks matching the pytest marker expression "
+                        "(alloc_sites, gc_totals, live, overhead, proposed_baseline)")
+    p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="more pytest output")
+    p.add_argument("-q", "--quiet", action="count", default=0, help="less pytest output")
+    p.add_argument("--no-overhead", action="store_true",
+                   help="skip the hyperfine overhead measurement")
+    p.add_argument("--profiles-dir", metavar="DIR",
+                   help="keep the raw profiles in DIR (default: a temporary directory)")
+    p.add_argument("--shard", metavar="K/N",
+                   help="run only shard K of N (round-robin over sorted benchmark names)")
+    if check:
+        p.add_argument("--proposed-baselines", metavar="DIR",
+                       help="baselines proposed by the change under test; they are diffed "
+                            "against --baselines and must agree with the measurement")
+        p.add_argument("--strict", action="store_true",
+                       help="a benchmark without a baseline fails instead of being reported new")
+        p.add_argument("--report-dir", metavar="DIR",
+                       help="write report.md, report.json and junit.xml to DIR")
+        p.add_argument("--results-json", metavar="PATH",
+                       help="also write the JSON report (input of `merge`) to PATH")
+    p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
+                   help="extra arguments passed to pytest after `--`")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="memprof-ci",
+        description="Catch allocation regressions in OCaml programs. Exit codes: 0 no "
+                    "regression, 1 regression, 2 usage/configuration/infrastructure error.")
+    ap.add_argument("--version", action="version", version=f"memprof-ci {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub.required = True
+    _add_run_options(sub.add_parser("check", help="run benchmarks and compare with baselines"),
+                     True)
+    _add_run_options(sub.add_parser("update-baselines",
+                                    help="run benchmarks and rewrite their baselines"), False)
+    c = sub.add_parser("compare", help="compare two profiles, profile directories or "
+                                       "baselines without running anything (A = before, B = after)")
+    c.add_argument("a", metavar="A")
+    c.add_argument("b", metavar="B")
+    c.add_argument("--grouping", choices=("function", "line", "innermost"),
+                   help="site grouping for profiles (default: the baseline's, else function)")
+    c.add_argument("--alpha", type=float, default=0.01)
+    c.add_argument("--min-effect", type=float, default=0.05)
+    c.add_argument("--min-share", type=float, default=0.005)
+    c.add_argument("--gc-tolerance", type=float, default=0.01)
+    c.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
+    c.add_argument("--report-dir", metavar="DIR", help="also write report.md and report.json")
+    m = sub.add_parser("merge", help="combine shard reports into one report and verdict")
+    m.add_argument("out_dir", metavar="OUT_DIR")
+    m.add_argument("shards", metavar="SHARD_DIR", nargs="+",
+                   help="directories holding a shard's report.json (or the JSON files)")
+    l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
+    l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
+    l.add_argument("--shard", metavar="K/N")
+    return ap
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_ERROR if e.code not in (0, None) else EXIT_OK
+    try:
+        if args.cmd in ("check", "update-baselines"):
+            return cmd_run(args)
+        if args.cmd == "compare":
+            return cmd_compare(args)
+        if args.cmd == "merge":
+            return cmd_merge(args)
+        if args.cmd == "list":
+            return cmd_list(args)
+    except MemprofError as e:
+        _err(str(e))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_ERROR
+    return EXIT_ERROR
+
+
+def _selected_benchmarks(manifest, shard_spec):
+    from .manifest import parse_shard, shard_names
+    if not shard_spec:
+        return list(manifest.benchmarks), None
+    k, n = parse_shard(shard_spec)
+    keep = set(shard_names(manifest.names(), k, n))
+    return [b for b in manifest.benchmarks if b.name in keep], (k, n)
+
+
+def cmd_list(args) -> int:
+    from .manifest import load_manifest
+    man = load_manifest(args.manifest)
+    benches, _ = _selected_benchmarks(man, args.shard)
+    for b in sorted(benches, key=lambda b: b.name):
+        print(b.name)
+    return EXIT_OK
+
+
+def _write_reports(rep: dict, report_dir: str | None, results_json: str | None) -> None:
+    from .baseline import write_atomic
+    from .report import render_markdown, to_json
+    if report_dir:
+        os.makedirs(report_dir, exist_ok=True)
+        write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
+        write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
+    if results_json:
+        write_atomic(results_json, to_json(rep))
+
+
+def cmd_run(args) -> int:
+    try:
+        return _cmd_run(args)
+    except MemprofError as e:
+        # Leave a report behind even when nothing ran, so that CI steps that
+        # merge or publish reports see an error verdict rather than nothing.
+        if args.cmd == "check" and (args.report_dir or args.results_json):
+            from .report import new_report, verdict
+            rep = new_report("check")
+            rep["errors"] = [str(e)]
+            rep["verdict"] = verdict(rep)
+            with contextlib.suppress(OSError, MemprofError):
+                _write_reports(rep, args.report_dir, args.results_json)
+        raise
+
+
+def _cmd_run(args) -> int:
+    import pytest
+
+    from . import baseline as bl
+    from .manifest import load_manifest
+    from .plugin import Context, MemprofPlugin, finish_report
+    from .report import render_terminal, verdict
+
+    update = args.cmd == "update-baselines"
+    man = load_manifest(args.manifest)
+    benches, shard = _selected_benchmarks(man, args.shard)
+    proposed = None if update else args.proposed_baselines
+    if proposed and not os.path.isdir(proposed):
+        raise ConfigError(f"--proposed-baselines {proposed}: not a directory")
+    if not update and args.baselines and os.path.exists(args.baselines) and \
+            not os.path.isdir(args.baselines):
+        raise ConfigError(f"--baselines {args.baselines}: not a directory")
+    report_dir = None if update else args.report_dir
+    results_json = None if update else args.results_json
+
+    work = tempfile.mkdtemp(prefix="memprof-ci.")
+    try:
+        ctx = Context(man, benches, os.path.abspath(args.baselines), work,
+                      mode="update" if update else "check",
+                      proposed_dir=os.path.abspath(proposed) if proposed else None,
+                      no_overhead=args.no_overhead, strict=getattr(args, "strict", False),
+                      shard=shard,
+                      profiles_dir=os.path.abspath(args.profiles_dir) if args.profiles_dir else None)
+        if not benches:
+            # An empty shard (N larger than the number of benchmarks) is legal.
+            from .plugin import finish_report as _fin
+            rep = _fin(ctx)
+            _write_reports(rep, report_dir, results_json)
+            print(f"memprof-ci: shard {args.shard} has no benchmarks")
+            return EXIT_OK
+        ini = os.path.join(work, "pytest.ini")
+        with open(ini, "w") as fh:
+            fh.write("[pytest]\n")
+        pargs = [man.path, "-c", ini, "--rootdir", man.directory, "-p", "no:cacheprovider",
+                 "--noconftest", "-rfEs", "-o", "console_output_style=classic"]
+        if args.keyword:
+            pargs += ["-k", args.keyword]
+        if args.markexpr:
+            pargs += ["-m", args.markexpr]
+        if args.exitfirst:
+            pargs.append("-x")
+        pargs += ["-v"] * args.verbose + ["-q"] * args.quiet
+        if report_dir:
+            os.makedirs(report_dir, exist_ok=True)
+            pargs.append(f"--junitxml={os.path.join(os.path.abspath(report_dir), 'junit.xml')}")
+        pargs += list(args.pytest_args)
+        # Third-party pytest plugins have no business in a benchmark session;
+        # benchmarks started meanwhile get ctx-built environments without it.
+        had = "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in os.environ
+        os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+        lock = bl.locked(ctx.baselines_dir) if update else contextlib.nullcontext()
+        sys.stdout.flush()
+        try:
+            with lock:
+                ret = pytest.main(pargs, plugins=[MemprofPlugin(ctx)])
+        finally:
+            if not had:
+                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        ret = int(ret)
+        if ret == 5:
+            raise ConfigError("no checks selected; check -k/-m/--shard against "
+                              f"`memprof-ci list --manifest {args.manifest}`")
+        rep = finish_report(ctx)
+        if ret in (2, 3, 4):
+            rep.setdefault("errors", []).append(f"pytest stopped with exit code {ret} "
+                                                f"(interrupted, internal or usage error)")
+            rep["verdict"] = verdict(rep)
+        elif ret == 1 and rep["verdict"]["exit_code"] == 0:
+            rep.setdefault("errors", []).append("pytest reported failures that memprof-ci did "
+                                                "not record (collection error?)")
+            rep["verdict"] = verdict(rep)
+        _write_reports(rep, report_dir, results_json)
+        print()
+        if update:
+            for name, b in sorted(rep["benchmarks"].items()):
+                if b.get("baseline_written"):
+                    print(f"memprof-ci: wrote {b['baseline_written']}")
+        else:
+            print(render_terminal(rep), end="")
+        for e in rep["verdict"]["errors"]:
+            _err(e)
+        return rep["verdict"]["exit_code"]
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _render(rep: dict, fmt: str) -> str:
+    from .report import render_markdown, render_terminal, to_json
+    return {"terminal": render_terminal, "markdown": render_markdown, "json": to_json}[fmt](rep)
+
+
+def cmd_compare(args) -> int:
+    from . import stats
+    from .compare import finalize, load_side, regroup_check, site_rows
+    from .report import new_report, verdict
+
+    for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
+        if not lo < v < hi:
+            raise ConfigError(f"{name} must be in ({lo}, {hi}), got {v}")
+    if args.min_effect < 0 or args.gc_tolerance < 0:
+        raise ConfigError("--min-effect and --gc-tolerance must be non-negative")
+    grouping = args.grouping or "function"
+    A = load_side(args.a, grouping)
+    B = load_side(args.b, grouping)
+
+    def baseline_grouping(side):
+        gs = {a.grouping for a in side.values() if a.meta.get("path")}
+        return gs.pop() if len(gs) == 1 else None
+    if not args.grouping:
+        ga, gb = baseline_grouping(A), baseline_grouping(B)
+        if ga and not gb and ga != grouping:
+            B = load_side(args.b, ga)
+        elif gb and not ga and gb != grouping:
+            A = load_side(args.a, gb)
+    if len(A) == 1 and len(B) == 1:
+        (na, a), (nb, b) = next(iter(A.items())), next(iter(B.items()))
+        pairs = [(nb if na == nb else f"{na}..{nb}", a, b)]
+    else:
+        pairs = [(n, A[n], B[n]) for n in sorted(set(A) & set(B))]
+    rep = new_report("compare")
+    for n in sorted(set(A) ^ set(B)) if not (len(A) == 1 and len(B) == 1) else []:
+        rep["notes"].append(f"{n}: only in {'A' if n in A else 'B'}")
+    if not pairs:
+        raise InputError(f"{args.a} and {args.b} have no benchmark in common")
+    params = {"alpha": args.alpha, "min_effect": args.min_effect, "min_share": args.min_share}
+    for name, a, b in pairs:
+        regroup_check(a, b, args.a, args.b)
+        r = rep["benchmarks"][name] = {
+            "name": name, "settings": dict(params, gc_tolerance=args.gc_tolerance,
+                                           grouping=a.grouping),
+            "notes": [], "overhead": None,
+            "alloc": site_rows(name, "alloc", b, a, params),
+            "live": site_rows(name, "live", b, a, params),
+            "gc": stats.gc_compare(a.gc, b.gc, args.gc_tolerance)}
+        if a.rate != b.rate or a.runs != b.runs:
+            r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
+                              f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")
+        gc_bad = any(g["status"] == "regression" for g in r["gc"])
+        r["checks"] = {"alloc_sites": {"outcome": "passed", "message": ""},
+                       "live": {"outcome": "passed", "message": ""},
+                       "gc_totals": {"outcome": "failed" if gc_bad else "passed", "message": ""}}
+    finalize(rep)
+    rep["verdict"] = verdict(rep)
+    if args.report_dir:
+        _write_reports(rep, args.report_dir, None)
+    print(_render(rep, args.format), end="")
+    return rep["verdict"]["exit_code"]
+
+
+def cmd_merge(args) -> int:
+    from .compare import finalize
+    from .profile import load_json
+    from .report import REPORT_FORMAT, REPORT_VERSION, new_report, render_terminal, verdict
+
+    rep = new_report("merge")
+    seen_shards, count = set(), None
+    prop = {"benchmarks": {}}
+    any_prop = False
+    for d in args.shards:
+        path = os.path.join(d, "report.json") if os.path.isdir(d) else d
+        doc = load_json(path, "shard report")
+        if not isinstance(doc, dict) or doc.get("format") != REPORT_FORMAT or \
+                doc.get("version") != REPORT_VERSION or not isinstance(doc.get("benchmarks"), dict):
+            raise InputError(f"{path}: not a memprof-ci report (version {REPORT_VERSION}); pass "
+                             f"the --report-dir or --results-json output of `memprof-ci check`")
+        sh = doc.get("shard")
+        if sh:
+            if count is not None and sh["count"] != count:
+                raise InputError(f"{path}: shard {sh['index']}/{sh['count']} does not belong to "
+                                 f"a run of {count} shards")
+            count = sh["count"]
+            if sh["index"] in seen_shards:
+                raise InputError(f"{path}: shard {sh['index']}/{count} given twice")
+            seen_shards.add(sh["index"])
+        for name, b in doc["benchmarks"].items():
+            if name in rep["benchmarks"]:
+                raise InputError(f"{path}: benchmark {name!r} appears in more than one shard")
+            rep["benchmarks"][name] = b
+        rep["notes"].extend(doc.get("notes", []))
+        rep.setdefault("errors", []).extend(doc.get("errors", []))
+        if doc.get("proposed_baselines"):
+            any_prop = True
+            prop["benchmarks"].update(doc["proposed_baselines"].get("benchmarks", {}))
+    if count is not None:
+        missing = sorted(set(range(1, count + 1)) - seen_shards)
+        if missing:
+            rep["errors"].append(f"missing shard report(s) {', '.join(f'{k}/{count}' for k in missing)}")
+    if any_prop:
+        rep["proposed_baselines"] = prop
+    finalize(rep)
+    rep["verdict"] = verdict(rep)
+    _write_reports(rep, args.out_dir, None)
+    print(render_terminal(rep), end="")
+    for e in rep["verdict"]["errors"]:
+        _err(e)
+    return rep["verdict"]["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""Exception types that decide memprof-ci's exit codes.
+
+Invariant: RegressionFailure (an AssertionError, so pytest reports it as a
+normal test failure) is the only exception that maps to exit code 1; every
+MemprofError maps to exit code 2.  Messages are single lines that name the
+offending file or benchmark and say how to fix it.
+"""
+
+
+class MemprofError(Exception):
+    """Bad input, bad configuration or broken infrastructure: exit 2."""
+
+    exit_code = 2
+
+
+class ConfigError(MemprofError):
+    """The manifest or the command line is wrong."""
+
+
+class InputError(MemprofError):
+    """A profile, baseline or report file is malformed or incompatible."""
+
+
+class InfraError(MemprofError):
+    """A benchmark or tool crashed, timed out, or is missing."""
+
+
+class ProposedBaselineMismatch(MemprofError):
+    """Proposed baselines disagree with what the code actually allocates."""
+
+
+class RegressionFailure(AssertionError):
+    """A check found a regression: the only outcome that maps to exit 1."""
+
+    exit_code = 1

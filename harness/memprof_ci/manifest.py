@@ -1,0 +1,207 @@
+"""Loading and validating the benchmark manifest (TOML).
+
+The manifest has an optional [defaults] table and a [[benchmark]] array.
+Invariants: load_manifest returns fully resolved Benchmark objects (absolute
+command/cwd, every setting filled from benchmark > defaults > built-in) or
+raises ConfigError naming the file, the benchmark and the key; unknown keys
+and wrong types are errors, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+from .sites import GROUPINGS
+
+# Settings allowed both in [defaults] and per benchmark, with their defaults.
+SETTINGS = {
+    "rate": 1e-4,
+    "seeds": [1, 2, 3],
+    "frames": 16,
+    "alpha": 0.01,
+    "min_effect": 0.05,
+    "min_share": 0.005,
+    "gc_tolerance": 0.01,
+    "overhead_budget": 0.10,
+    "overhead_runs": 5,
+    "grouping": "function",
+    "timeout": 600.0,
+}
+BENCH_ONLY = ("name", "command", "cwd", "env")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class Benchmark:
+    name: str
+    command: list
+    cwd: str
+    env: dict = field(default_factory=dict)
+    rate: float = 1e-4
+    seeds: list = field(default_factory=lambda: [1, 2, 3])
+    frames: int = 16
+    alpha: float = 0.01
+    min_effect: float = 0.05
+    min_share: float = 0.005
+    gc_tolerance: float = 0.01
+    overhead_budget: float = 0.10
+    overhead_runs: int = 5
+    grouping: str = "function"
+    timeout: float = 600.0
+
+    def params(self) -> dict:
+        return {"alpha": self.alpha, "min_effect": self.min_effect,
+                "min_share": self.min_share}
+
+    def settings(self) -> dict:
+        return {k: getattr(self, k) for k in SETTINGS}
+
+
+@dataclass
+class Manifest:
+    path: str
+    directory: str
+    benchmarks: list
+
+    def names(self) -> list:
+        return [b.name for b in self.benchmarks]
+
+
+def _num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_setting(where: str, key: str, v):
+    def bad(why):
+        return ConfigError(f"{where}: `{key}` {why}")
+    if key == "rate":
+        if not _num(v) or not 0 < v <= 1:
+            raise bad(f"must be a number in (0, 1], got {v!r}")
+        return float(v)
+    if key == "seeds":
+        if not isinstance(v, list) or not v or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
+            raise bad(f"must be a non-empty list of non-negative integers, got {v!r}")
+        if len(set(v)) != len(v):
+            raise bad(f"has duplicate seeds {v!r}")
+        return list(v)
+    if key in ("frames", "overhead_runs"):
+        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "frames" else 2):
+            raise bad(f"must be an integer >= {1 if key == 'frames' else 2}, got {v!r}")
+        return v
+    if key in ("alpha", "min_share"):
+        if not _num(v) or not 0 < v < 1:
+            raise bad(f"must be a number in (0, 1), got {v!r}")
+        return float(v)
+    if key in ("min_effect", "gc_tolerance", "overhead_budget"):
+        if not _num(v) or v < 0:
+            raise bad(f"must be a non-negative number, got {v!r}")
+        return float(v)
+    if key == "timeout":
+        if not _num(v) or v <= 0:
+            raise bad(f"must be a positive number of seconds, got {v!r}")
+        return float(v)
+    if key == "grouping":
+        if v not in GROUPINGS:
+            raise bad(f"must be one of {', '.join(GROUPINGS)}, got {v!r}")
+        return v
+    raise AssertionError(key)
+
+
+def _resolve_arg(arg: str, base: str, first: bool) -> str:
+    # argv[0] with a slash is a path; later arguments only when they are
+    # explicitly relative (./ or ../), since anything else may be data.
+    if os.path.isabs(arg):
+        return arg
+    if (first and "/" in arg) or arg.startswith(("./", "../")):
+        return os.path.normpath(os.path.join(base, arg))
+    return arg
+
+
+def load_manifest(path: str) -> Manifest:
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: manifest not found; pass --manifest PATH "
+                          f"or create benchmarks/benchmarks.toml") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read manifest: {e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: manifest is not valid TOML: {e}") from None
+    return parse_manifest(doc, path)
+
+
+def parse_manifest(doc: dict, path: str) -> Manifest:
+    directory = os.path.dirname(os.path.abspath(path))
+    unknown = sorted(set(doc) - {"defaults", "benchmark"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown top-level key(s) {', '.join(unknown)}; "
+                          f"allowed: [defaults] and [[benchmark]]")
+    defaults = dict(SETTINGS)
+    d = doc.get("defaults", {})
+    if not isinstance(d, dict):
+        raise ConfigError(f"{path}: `defaults` must be a table")
+    for k, v in d.items():
+        if k not in SETTINGS:
+            raise ConfigError(f"{path}: [defaults]: unknown key `{k}`; allowed: "
+                              f"{', '.join(SETTINGS)}")
+        defaults[k] = _check_setting(f"{path}: [defaults]", k, v)
+    benches = doc.get("benchmark", [])
+    if not isinstance(benches, list) or not all(isinstance(b, dict) for b in benches):
+        raise ConfigError(f"{path}: `benchmark` must be an array of tables ([[benchmark]])")
+    if not benches:
+        raise ConfigError(f"{path}: no [[benchmark]] entries")
+    out, seen = [], set()
+    for i, b in enumerate(benches):
+        name = b.get("name")
+        where = f"{path}: benchmark {name!r}" if isinstance(name, str) else \
+            f"{path}: [[benchmark]] #{i + 1}"
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise ConfigError(f"{where}: `name` must be a string of letters, digits, "
+                              f"'_', '.', '-' (it names the baseline file)")
+        if name in seen:
+            raise ConfigError(f"{where}: duplicate benchmark name")
+        seen.add(name)
+        for k in b:
+            if k not in SETTINGS and k not in BENCH_ONLY:
+                raise ConfigError(f"{where}: unknown key `{k}`; allowed: "
+                                  f"{', '.join(BENCH_ONLY + tuple(SETTINGS))}")
+        cmd = b.get("command")
+        if not isinstance(cmd, list) or not cmd or not all(isinstance(a, str) for a in cmd):
+            raise ConfigError(f"{where}: `command` must be a non-empty list of strings "
+                              f"(argv), e.g. [\"./_build/default/bench.exe\"]")
+        cwd = b.get("cwd", ".")
+        if not isinstance(cwd, str):
+            raise ConfigError(f"{where}: `cwd` must be a string")
+        env = b.get("env", {})
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise ConfigError(f"{where}: `env` must be a table of strings")
+        if "OCAMLMEMPROF" in env:
+            raise ConfigError(f"{where}: `env` must not set OCAMLMEMPROF; use rate/seeds/frames")
+        settings = dict(defaults)
+        for k in SETTINGS:
+            if k in b:
+                settings[k] = _check_setting(where, k, b[k])
+        out.append(Benchmark(
+            name=name,
+            command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],
+            cwd=os.path.normpath(os.path.join(directory, cwd)),
+            env=dict(env), **settings))
+    return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out)
+
+
+def parse_shard(spec: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)/(\d+)", spec or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ConfigError(f"--shard {spec!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def shard_names(names: list, k: int, n: int) -> list:
+    """Round-robin over sorted names: deterministic and balanced by count."""
+    return [x for i, x in enumerate(sorted(names)) if i % n == k - 1]

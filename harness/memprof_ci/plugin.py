@@ -1,0 +1,442 @@
+"""pytest plugin: one pytest item per benchmark and check, from the manifest.
+
+The CLI passes the manifest path to pytest.main together with this plugin,
+which turns it into items such as `benchmarks.toml::parser::alloc_sites`, so
+-k, -m, -x and --junitxml behave as usual.  Invariants: each benchmark runs
+once per seed per session whatever the number of items (Context caches runs
+and errors); Holm is applied once over every alloc/live row of every
+selected benchmark; infrastructure problems are raised in item setup (pytest
+ERROR, exit 2) and regressions in the test body as RegressionFailure (pytest
+FAILED, exit 1); outcomes are recorded by exception type for the CLI.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from . import baseline as bl
+from . import overhead, runner, stats
+from .compare import check_outcome, diff_baselines, finalize, site_rows
+from .errors import MemprofError, ProposedBaselineMismatch, RegressionFailure
+from .report import fmt_bytes, fmt_pct, new_report
+
+CTX_KEY = pytest.StashKey["Context"]()
+MARKERS = {
+    "memprof_ci": "a memprof-ci benchmark check",
+    "alloc_sites": "per-site allocation check",
+    "gc_totals": "exact GC totals check",
+    "live": "live-at-exit (retention) check",
+    "overhead": "profiling overhead check (hyperfine)",
+    "proposed_baseline": "proposed baselines agree with the measured code",
+    "update_baseline": "rewrite a benchmark's baseline",
+}
+
+
+class Context:
+    """Per-session state: settings, cached runs/baselines, and the report."""
+
+    def __init__(self, manifest, benches, baselines_dir, work_dir, mode="check",
+                 proposed_dir=None, no_overhead=False, strict=False, shard=None,
+                 profiles_dir=None):
+        self.manifest = manifest
+        self.benches = {b.name: b for b in benches}
+        self.baselines_dir = baselines_dir
+        self.proposed_dir = proposed_dir
+        self.work_dir = work_dir
+        self.profiles_dir = profiles_dir or os.path.join(work_dir, "profiles")
+        self.mode = mode
+        self.no_overhead = no_overhead
+        self.strict = strict
+        self.report = new_report(mode)
+        if shard:
+            self.report["shard"] = {"index": shard[0], "count": shard[1]}
+        self.report["manifest"] = manifest.path
+        self.items: list = []
+        self._aggs: dict = {}
+        self._bases: dict = {}
+        self._props: dict = {}
+        self._family_done = False
+        self._proposed_done = False
+        self._diff = None
+
+    # -- state
+    def result(self, name: str) -> dict:
+        b = self.report["benchmarks"].get(name)
+        if b is None:
+            bench = self.benches[name]
+            b = self.report["benchmarks"][name] = {
+                "name": name, "settings": bench.settings(), "checks": {}, "notes": [],
+                "alloc": None, "live": None, "gc": None, "overhead": None}
+        return b
+
+    def record(self, name, check, outcome, message=""):
+        self.result(name)["checks"][check] = {"outcome": outcome, "message": message}
+
+    @staticmethod
+    def _cached(cache, key, fn):
+        if key not in cache:
+            try:
+                cache[key] = (fn(), None)
+            except MemprofError as e:
+                cache[key] = (None, e)
+        val, err = cache[key]
+        if err is not None:
+            raise err
+        return val
+
+    def profiles(self, name):
+        bench = self.benches[name]
+
+        def run():
+            agg = runner.collect(bench, self.profiles_dir)
+            r = self.result(name)
+            r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
+                            "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
+                            "backend": agg.backend, "total_samples": agg.total_samples,
+                            "total_live_samples": agg.total_live, "gc": agg.gc,
+                            "profiles": agg.sources}
+            if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):
+                r["notes"].append("GC totals differ between seeds: the benchmark is not "
+                                  "deterministic; gc_totals compares their mean")
+            return agg
+        return self._cached(self._aggs, name, run)
+
+    def _load(self, directory, name, cache):
+        bench = self.benches[name]
+
+        def load():
+            path = bl.baseline_path(directory, name)
+            if not os.path.exists(path):
+                return None
+            b = bl.load_baseline(path)
+            bl.check_compatible(b, bench, path)
+            return b
+        return self._cached(cache, name, load)
+
+    def baseline(self, name):
+        b = self._load(self.baselines_dir, name, self._bases)
+        r = self.result(name)
+        if b is not None and "baseline" not in r:
+            r["baseline"] = {"path": b.meta["path"], "git_commit": b.meta.get("git_commit"),
+                             "patch_id": b.meta.get("patch_id"),
+                             "ocaml_version": b.ocaml_version,
+                             "total_samples": b.total_samples}
+        return b
+
+    def proposed(self, name):
+        return self._load(self.proposed_dir, name, self._props)
+
+    # -- families
+    def selected(self, checks) -> list:
+        return sorted({it.bench for it in self.items if it.check in checks})
+
+    def family(self):
+        if self._family_done:
+            return
+        self._family_done = True
+        rows = []
+        for name in self.selected(("alloc_sites", "live")):
+            try:
+                base = self.baseline(name)
+                if base is None:
+                    continue
+                cur = self.profiles(name)
+            except MemprofError:
+                continue  # reported by this benchmark's own items
+            r = self.result(name)
+            bench = self.benches[name]
+            mine = {it.check for it in self.items if it.bench == name}
+            if "alloc_sites" in mine:
+                r["alloc"] = site_rows(name, "alloc", cur, base, bench.params())
+                rows.extend(r["alloc"])
+            if "live" in mine:
+                r["live"] = site_rows(name, "live", cur, base, bench.params())
+                rows.extend(r["live"])
+            if base.ocaml_version != cur.ocaml_version:
+                r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
+                                  f"{cur.ocaml_version}")
+        stats.apply_family(rows)
+
+    def baseline_diff(self) -> dict:
+        if self._diff is None:
+            trusted, proposed = {}, {}
+            for name in self.benches:
+                for d, cache, out in ((self.baselines_dir, self._bases, trusted),
+                                      (self.proposed_dir, self._props, proposed)):
+                    try:
+                        b = self._load(d, name, cache)
+                    except MemprofError:
+                        continue
+                    if b is not None:
+                        out[name] = b
+            self._diff = diff_baselines(trusted, proposed)
+            self.report["proposed_baselines"] = self._diff
+        return self._diff
+
+    def proposed_family(self):
+        if self._proposed_done:
+            return
+        self._proposed_done = True
+        rows = []
+        diff = self.baseline_diff()["benchmarks"]
+        for name in self.selected(("proposed_baseline",)):
+            if diff.get(name, {}).get("status") not in ("changed", "added"):
+                continue
+            try:
+                prop = self.proposed(name)
+                cur = self.profiles(name)
+            except MemprofError:
+                continue
+            if prop is None:
+                continue
+            params = self.benches[name].params()
+            r = self.result(name)
+            r["proposed"] = (site_rows(name, "alloc", cur, prop, params)
+                             + site_rows(name, "live", cur, prop, params))
+            rows.extend(r["proposed"])
+        stats.apply_family(rows, two_sided=True)
+
+
+# ------------------------------------------------------------------- items
+
+class ManifestFile(pytest.File):
+    def collect(self):
+        ctx = self.config.stash[CTX_KEY]
+        for name in sorted(ctx.benches):
+            yield BenchmarkNode.from_parent(self, name=name)
+
+
+class BenchmarkNode(pytest.Collector):
+    def collect(self):
+        ctx = self.config.stash[CTX_KEY]
+        if ctx.mode == "update":
+            kinds = [UpdateItem]
+        else:
+            kinds = [AllocSitesItem, GcTotalsItem, LiveItem]
+            if not ctx.no_overhead:
+                kinds.append(OverheadItem)
+            if ctx.proposed_dir:
+                kinds.append(ProposedItem)
+        for k in kinds:
+            it = k.from_parent(self, name=k.check)
+            it.bench = self.name
+            it.add_marker("memprof_ci")
+            it.add_marker(k.check)
+            yield it
+
+
+class CheckItem(pytest.Item):
+    check = ""
+
+    @property
+    def ctx(self) -> Context:
+        return self.config.stash[CTX_KEY]
+
+    @property
+    def benchmark(self):
+        return self.ctx.benches[self.bench]
+
+    def reportinfo(self):
+        return self.path, None, f"{self.bench}::{self.check}"
+
+    def _plain(self, excinfo):
+        if isinstance(excinfo.value, (MemprofError, RegressionFailure)):
+            return str(excinfo.value)
+        return None
+
+    def repr_failure(self, excinfo, **kw):
+        return self._plain(excinfo) or super().repr_failure(excinfo, **kw)
+
+    def _repr_failure_py(self, excinfo, style=None):
+        return self._plain(excinfo) or super()._repr_failure_py(excinfo, style=style)
+
+    def need_baseline(self):
+        base = self.ctx.baseline(self.bench)
+        if base is None:
+            r = self.ctx.result(self.bench)
+            r["status"] = "new"
+            path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
+            if self.ctx.strict:
+                raise RegressionFailure(
+                    f"benchmark {self.bench!r}: no baseline at {path} (--strict); create it "
+                    f"with `memprof-ci update-baselines -k {self.bench}`")
+            pytest.skip(f"new benchmark {self.bench!r}: no baseline at {path}; create it with "
+                        f"`memprof-ci update-baselines -k {self.bench}`")
+        return base
+
+
+class _SitesItem(CheckItem):
+    key = ""
+
+    def setup(self):
+        self.ctx.baseline(self.bench)
+        if self.ctx.baseline(self.bench) is not None:
+            self.ctx.profiles(self.bench)
+            self.ctx.family()
+
+    def runtest(self):
+        self.need_baseline()
+        rows = self.ctx.result(self.bench)[self.key] or []
+        out = check_outcome(rows, self.key, self.bench)
+        if out["outcome"] == "failed":
+            raise RegressionFailure(out["message"])
+
+
+class AllocSitesItem(_SitesItem):
+    check, key = "alloc_sites", "alloc"
+
+
+class LiveItem(_SitesItem):
+    check, key = "live", "live"
+
+
+class GcTotalsItem(CheckItem):
+    check = "gc_totals"
+
+    def setup(self):
+        if self.ctx.baseline(self.bench) is not None:
+            self.ctx.profiles(self.bench)
+
+    def runtest(self):
+        base = self.need_baseline()
+        cur = self.ctx.profiles(self.bench)
+        rows = stats.gc_compare(base.gc, cur.gc, self.benchmark.gc_tolerance)
+        self.ctx.result(self.bench)["gc"] = rows
+        bad = [g for g in rows if g["status"] == "regression"]
+        if bad:
+            parts = [f"{g['counter']} {g['baseline']:.0f} -> {g['current']:.0f} "
+                     f"({'from zero' if g['change'] is None else format(g['change'] * 100, '+.2f') + '%'})"
+                     for g in bad]
+            raise RegressionFailure(
+                f"benchmark {self.bench!r}: GC totals above the {self.benchmark.gc_tolerance:.1%} "
+                f"tolerance: " + "; ".join(parts))
+
+
+class OverheadItem(CheckItem):
+    check = "overhead"
+
+    def setup(self):
+        self.measured = overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"))
+
+    def runtest(self):
+        base = self.ctx.baseline(self.bench)
+        j = overhead.judge(self.measured, self.benchmark.overhead_budget,
+                           base.meta.get("overhead") if base is not None else None)
+        self.ctx.result(self.bench)["overhead"] = j
+        if j["status"] == "regression":
+            raise RegressionFailure(
+                f"benchmark {self.bench!r}: profiling overhead {j['estimate']:+.1%} "
+                f"[{j['ci_low']:+.1%}, {j['ci_high']:+.1%}] exceeds the budget "
+                f"{j['budget']:.0%} (lower bound above budget)")
+
+
+class ProposedItem(CheckItem):
+    check = "proposed_baseline"
+
+    def setup(self):
+        # Load first so a malformed proposed baseline is an error, not "removed".
+        self.ctx.proposed(self.bench)
+        diff = self.ctx.baseline_diff()["benchmarks"].get(self.bench, {})
+        self.status = diff.get("status", "missing")
+        if self.status in ("changed", "added"):
+            prop = self.ctx.proposed(self.bench)
+            self.ctx.profiles(self.bench)
+            self.ctx.proposed_family()
+            self.prop = prop
+
+    def runtest(self):
+        if self.status not in ("changed", "added"):
+            pytest.skip(f"proposed baseline for {self.bench!r} is {self.status}")
+        cur = self.ctx.profiles(self.bench)
+        r = self.ctx.result(self.bench)
+        bad = [x for x in r.get("proposed") or [] if x["status"] == "mismatch"]
+        msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
+                f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
+                f"p(Holm)={x['p_adj']:.2g})" for x in bad]
+        tol = self.benchmark.gc_tolerance
+        for g in stats.gc_compare(self.prop.gc, cur.gc, tol):
+            if g["status"] != "~":
+                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
+                            f"{g['current']:.0f}")
+        if msgs:
+            raise ProposedBaselineMismatch(
+                f"benchmark {self.bench!r}: the proposed baselines do not match the code: "
+                + "; ".join(msgs[:5]) + (f"; and {len(msgs) - 5} more" if len(msgs) > 5 else "")
+                + f"; regenerate {bl.baseline_path(self.ctx.proposed_dir, self.bench)} with "
+                f"`memprof-ci update-baselines -k {self.bench}` on this commit")
+
+
+class UpdateItem(CheckItem):
+    check = "update_baseline"
+
+    def setup(self):
+        self.agg = self.ctx.profiles(self.bench)
+        self.ov = (None if self.ctx.no_overhead else
+                   overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead")))
+
+    def runtest(self):
+        doc = bl.to_document(self.agg, self.ov, os.environ.get("MEMPROF_CI_PATCH_ID") or None,
+                             bl.git_commit())
+        path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
+        bl.write_atomic(path, bl.dumps(doc))
+        self.ctx.result(self.bench)["baseline_written"] = path
+
+
+# ------------------------------------------------------------------ plugin
+
+class MemprofPlugin:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def pytest_configure(self, config):
+        config.stash[CTX_KEY] = self.ctx
+        for name, doc in MARKERS.items():
+            config.addinivalue_line("markers", f"{name}: {doc}")
+
+    def pytest_collect_file(self, file_path, parent):
+        if os.path.abspath(str(file_path)) == self.ctx.manifest.path:
+            return ManifestFile.from_parent(parent, path=file_path)
+        return None
+
+    def pytest_collection_finish(self, session):
+        self.ctx.items = [it for it in session.items if isinstance(it, CheckItem)]
+        for it in self.ctx.items:
+            self.ctx.result(it.bench)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        rep = outcome.get_result()
+        if not isinstance(item, CheckItem):
+            return
+        if rep.when == "call" or (rep.when == "setup" and not rep.passed):
+            exc = call.excinfo.value if call.excinfo is not None else None
+            if rep.passed:
+                self.ctx.record(item.bench, item.check, "passed")
+            elif rep.skipped:
+                msg = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+                self.ctx.record(item.bench, item.check, "skipped",
+                                msg.removeprefix("Skipped: "))
+            elif isinstance(exc, RegressionFailure):
+                self.ctx.record(item.bench, item.check, "failed", str(exc))
+            elif isinstance(exc, MemprofError):
+                self.ctx.record(item.bench, item.check, "error", str(exc))
+            else:
+                self.ctx.record(item.bench, item.check, "error",
+                                f"internal error: {type(exc).__name__}: {exc}")
+
+
+def finish_report(ctx: Context) -> dict:
+    """Mark unselected checks, re-apply family decisions, compute the verdict."""
+    from .report import verdict
+    rep = ctx.report
+    for it in ctx.items:
+        ctx.result(it.bench)["checks"].setdefault(it.check, {"outcome": "not run",
+                                                              "message": "not run (-x?)"})
+    if ctx.proposed_dir and rep.get("proposed_baselines") is None:
+        ctx.baseline_diff()
+    finalize(rep)
+    rep["verdict"] = verdict(rep)
+    return rep

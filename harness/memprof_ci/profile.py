@@ -1,0 +1,199 @@
+"""Reading and validating memprof-ci runtime profiles (format version 1).
+
+A profile is the JSON document one process run writes when OCAMLMEMPROF is
+set (see runtime-patch/format/profile-format.md).  Invariants: load_profile
+either returns a Profile whose structure, counter types and per-stack
+identities have been checked, or raises InputError naming the file; readers
+reject any format/version other than "memprof-ci/profile"/1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+from dataclasses import dataclass, field
+
+from .errors import InputError
+
+FORMAT = "memprof-ci/profile"
+VERSION = 1
+WORD_BYTES = 8
+
+TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
+            "gc", "totals", "stacks")
+CONFIG_KEYS = ("rate", "seed", "frames")
+GC_KEYS = ("minor_words", "promoted_words", "major_words", "minor_collections",
+           "major_collections", "compactions")
+COUNT_KEYS = ("blocks", "samples", "words", "minor_samples", "major_samples",
+              "marshal_samples", "custom_samples", "promoted_samples",
+              "collected_samples", "live_samples")
+FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
+
+
+@dataclass
+class Profile:
+    path: str
+    ocaml_version: str
+    backend: str
+    argv: list
+    rate: float
+    seed: int | None
+    frames: int
+    gc: dict
+    totals: dict
+    stacks: list = field(repr=False)
+
+
+def _is_int(v) -> bool:
+    # bool is an int subclass in Python but never a valid counter.
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_profile_doc(doc) -> bool:
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause the cyclic GC while building large acyclic JSON trees.
+
+    Decoding a profile allocates millions of containers, which triggers
+    repeated full collections that scan the whole (acyclic) heap; pausing
+    the collector makes loading large profiles several times faster.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def load_json(path: str, what: str):
+    try:
+        with open(path, "rb") as fh, gc_paused():
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read {what}: {e}") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: {what} is not valid JSON ({e.msg} at line "
+                         f"{e.lineno}); regenerate it") from None
+
+
+def load_profile(path: str, check_stacks: bool = True) -> Profile:
+    return parse_profile(load_json(path, "profile"), path, check_stacks)
+
+
+def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
+    """Validate a decoded profile.  With check_stacks=False the caller takes
+    over validation of the stacks (sites._group_stacks does it in the same
+    pass that groups them); the header is always checked here."""
+    def bad(msg):
+        return InputError(f"{path}: malformed profile: {msg}; regenerate it "
+                          f"with the memprof-ci runtime")
+
+    if not isinstance(doc, dict):
+        raise bad("top level is not an object")
+    if doc.get("format") != FORMAT:
+        raise InputError(f"{path}: not a memprof-ci profile (format="
+                         f"{doc.get('format')!r}, expected {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        raise InputError(f"{path}: profile format version {doc.get('version')!r}"
+                         f" is not supported (this harness reads version "
+                         f"{VERSION}); upgrade memprof-ci or rebuild the runtime")
+    missing = [k for k in TOP_KEYS if k not in doc]
+    if missing:
+        raise bad(f"missing key(s) {', '.join(missing)}")
+    extra = sorted(set(doc) - set(TOP_KEYS))
+    if extra:
+        raise bad(f"unknown key(s) {', '.join(extra)}")
+    if not isinstance(doc["ocaml_version"], str):
+        raise bad("ocaml_version is not a string")
+    if doc["backend"] not in ("native", "bytecode"):
+        raise bad(f"backend {doc['backend']!r} is neither native nor bytecode")
+    if not isinstance(doc["argv"], list):
+        raise bad("argv is not a list")
+    cfg = doc["config"]
+    if not isinstance(cfg, dict) or any(k not in cfg for k in CONFIG_KEYS):
+        raise bad("config must have rate, seed and frames")
+    rate = cfg["rate"]
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 < rate <= 1:
+        raise bad(f"config.rate {rate!r} is not in (0, 1]")
+    if cfg["seed"] is not None and not (_is_int(cfg["seed"]) and cfg["seed"] >= 0):
+        raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
+    if not (_is_int(cfg["frames"]) and cfg["frames"] >= 1):
+        raise bad(f"config.frames {cfg['frames']!r} is not a positive integer")
+    gc = doc["gc"]
+    if not isinstance(gc, dict):
+        raise bad("gc is not an object")
+    for k in GC_KEYS:
+        if not (_is_int(gc.get(k)) and gc[k] >= 0):
+            raise bad(f"gc.{k} is missing or not a non-negative integer")
+
+    def check_counts(obj, where):
+        if not isinstance(obj, dict):
+            raise bad(f"{where} is not an object")
+        for k in COUNT_KEYS:
+            v = obj.get(k)
+            if not (_is_int(v) and v >= 0):
+                raise bad(f"{where}.{k} is missing or not a non-negative integer")
+        if obj["samples"] != obj["minor_samples"] + obj["major_samples"] + obj["custom_samples"]:
+            raise bad(f"{where}: samples != minor + major + custom samples")
+        if obj["collected_samples"] + obj["live_samples"] != obj["samples"]:
+            raise bad(f"{where}: collected + live samples != samples")
+
+    check_counts(doc["totals"], "totals")
+    stacks = doc["stacks"]
+    if not isinstance(stacks, list):
+        raise bad("stacks is not a list")
+    if not check_stacks:
+        return Profile(path=path, ocaml_version=doc["ocaml_version"],
+                       backend=doc["backend"], argv=list(doc["argv"]),
+                       rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
+                       gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
+                       stacks=stacks)
+    tot_samples = tot_live = 0
+    frame_keys = frozenset(FRAME_KEYS)
+    # Hot loop (tens of thousands of stacks): cheap type checks first, and the
+    # detailed, slower check_counts only to explain a failure.
+    for i, st in enumerate(stacks):
+        try:
+            vals = [st[k] for k in COUNT_KEYS]
+            ok = all(type(v) is int and v >= 0 for v in vals)
+            frames = st["frames"]
+        except (KeyError, TypeError):
+            ok, frames = False, None
+        if not ok or vals[1] != vals[3] + vals[4] + vals[6] or vals[8] + vals[9] != vals[1]:
+            check_counts(st, f"stacks[{i}]")
+        if type(frames) is not list:
+            raise bad(f"stacks[{i}].frames is not a list")
+        for j, fr in enumerate(frames):
+            if type(fr) is not dict or not frame_keys <= fr.keys():
+                raise bad(f"stacks[{i}].frames[{j}] lacks file/line/function")
+            fn, fl, ln = fr["function"], fr["file"], fr["line"]
+            if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
+                    and (ln is None or type(ln) is int)):
+                raise bad(f"stacks[{i}].frames[{j}] has a field of the wrong type")
+        tot_samples += vals[1]
+        tot_live += vals[9]
+    if tot_samples != doc["totals"]["samples"] or tot_live != doc["totals"]["live_samples"]:
+        raise bad("totals do not equal the sum over stacks (truncated file?)")
+    return Profile(path=path, ocaml_version=doc["ocaml_version"],
+                   backend=doc["backend"], argv=list(doc["argv"]),
+                   rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
+                   gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
+                   stacks=stacks)
+
+
+def profile_files(directory: str) -> list[str]:
+    """Every *.json in a directory, sorted, so profile sets sum deterministically."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError as e:
+        raise InputError(f"{directory}: cannot list directory: {e}") from None
+    return [os.path.join(directory, n) for n in names]

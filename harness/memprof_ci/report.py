@@ -1,0 +1,340 @@
+"""Rendering results: terminal table, Markdown (PR comment / job summary), JSON.
+
+All three renderings are produced from one report dictionary (the content of
+report.json), so `merge` can re-render shard results exactly.  Invariants:
+regressions are listed worst first (largest estimated byte increase); a
+change that is not significant prints as "~" (benchstat style); the JSON is
+strict (non-finite floats become null) and carries raw p-values so merged
+shards can be re-adjusted; verdict() is the single place exit codes are
+derived from check outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+REPORT_FORMAT = "memprof-ci/report"
+REPORT_VERSION = 1
+CHECKS = ("alloc_sites", "gc_totals", "live", "overhead", "proposed_baseline")
+MD_SITES_PER_BENCH = 25
+
+
+def new_report(kind: str = "check") -> dict:
+    return {"format": REPORT_FORMAT, "version": REPORT_VERSION, "kind": kind,
+            "shard": None, "benchmarks": {}, "proposed_baselines": None, "notes": []}
+
+
+def sanitize(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): sanitize(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [sanitize(v) for v in obj]
+    if hasattr(obj, "item"):  # numpy scalars
+        return sanitize(obj.item())
+    return obj
+
+
+def to_json(report: dict) -> str:
+    # indent=None keeps json's C encoder (20x faster on big reports); one
+    # benchmark per line keeps the file readable anyway.  Producers already
+    # store non-finite numbers as null; sanitize only if something slipped.
+    try:
+        return _to_json(report)
+    except ValueError:
+        return _to_json(sanitize(report))
+
+
+def _to_json(report: dict) -> str:
+    rep = dict(report)
+    benches = rep.pop("benchmarks")
+    head = json.dumps(rep, sort_keys=True, allow_nan=False)[:-1]
+    body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True, allow_nan=False)}"
+                      for k, v in sorted(benches.items()))
+    return head + (", " if rep else "") + '"benchmarks": {\n' + body + "\n}}\n"
+
+
+def verdict(report: dict) -> dict:
+    errors, regressions = [], []
+    for name, b in sorted(report["benchmarks"].items()):
+        # One cause (say a crashing benchmark) errors every check of the
+        # benchmark: report each distinct message once.
+        by_msg: dict = {}
+        for check, c in sorted(b.get("checks", {}).items()):
+            if c["outcome"] == "error":
+                by_msg.setdefault(c.get("message", ""), []).append(check)
+            elif c["outcome"] == "failed":
+                regressions.append(f"{name}::{check}")
+        for msg, checks in by_msg.items():
+            errors.append(f"{name} ({', '.join(checks)}): {msg}")
+    for n in report.get("errors", []):
+        errors.append(n)
+    code = 2 if errors else (1 if regressions else 0)
+    return {"exit_code": code, "errors": errors, "regressions": regressions}
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt_bytes(x) -> str:
+    if x is None:
+        return "-"
+    x = float(x)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
+        x /= 1024
+    return f"{x:.1f}"
+
+
+def fmt_pct(r) -> str:
+    if r is None:
+        return "inf"
+    return f"{(r - 1) * 100:+.1f}%"
+
+
+def fmt_p(p) -> str:
+    if p is None:
+        return "-"
+    if p < 1e-4:
+        return f"{p:.1e}"
+    return f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+
+
+def fmt_delta(row: dict) -> str:
+    """benchstat-like: the ratio and its interval, or ~ when not significant."""
+    if row["baseline_samples"] == 0:
+        return "new"
+    sig = (row.get("p_adj", 1) < row["alpha"]) or (row.get("p_adj_decrease", 1) < row["alpha"])
+    if not sig:
+        return "~"
+    return f"{fmt_pct(row['ratio'])} [{fmt_pct(row['ci_low'])}, {fmt_pct(row['ci_high'])}]"
+
+
+def fmt_mde(m) -> str:
+    return "-" if m is None or not math.isfinite(m) else f"{m * 100:.1f}%"
+
+
+def fmt_lines(lines) -> str:
+    if not lines:
+        return ""
+    top = sorted(lines.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"L{k}:{v}" for k, v in top) + (" …" if len(lines) > 4 else "")
+
+
+def all_site_rows(report: dict, status: str | None = None) -> list:
+    rows = []
+    for b in report["benchmarks"].values():
+        for key in ("alloc", "live"):
+            rows.extend(r for r in b.get(key) or [] if status is None or r.get("status") == status)
+    return rows
+
+
+def worst_first(rows: list) -> list:
+    return sorted(rows, key=lambda r: (-(r["current_bytes"] - r["baseline_bytes"]),
+                                       r["benchmark"], r["site"]))
+
+
+def _site_name(r) -> str:
+    via = f" (via {r['via']})" if r.get("via") else ""
+    return f"{r['site']}{via}"
+
+
+def _check_cell(b: dict, check: str, md: bool) -> str:
+    c = b.get("checks", {}).get(check)
+    if c is None:
+        return "-"
+    sym = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "skip",
+           "not run": "-"}[c["outcome"]]
+    if md:
+        sym = {"ok": "✅", "FAIL": "❌", "ERROR": "⚠️ error", "skip": "⏭️", "-": "-"}[sym]
+    return sym
+
+
+def _overhead_cell(b: dict) -> str:
+    o = b.get("overhead")
+    if not o:
+        return "-"
+    s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
+    if o.get("baseline_estimate") is not None:
+        s += f" (baseline {o['baseline_estimate'] * 100:+.1f}%)"
+    return s
+
+
+def _headline(report: dict, v: dict) -> str:
+    n_b = len(report["benchmarks"])
+    if v["exit_code"] == 2:
+        return f"memprof-ci: {len(v['errors'])} error(s); no verdict can be trusted"
+    if v["exit_code"] == 1:
+        regs = all_site_rows(report, "regression")
+        return (f"memprof-ci: regression in {len(v['regressions'])} check(s) "
+                f"({len(regs)} site(s)) over {n_b} benchmark(s)")
+    return f"memprof-ci: no regression in {n_b} benchmark(s)"
+
+
+def _proposed_lines(pb: dict) -> list:
+    out = []
+    for name, d in sorted(pb.get("benchmarks", {}).items()):
+        if d["status"] == "unchanged":
+            continue
+        out.append(f"{name}: baseline {d['status']}" + (
+            f" ({len(d['sites'])} site(s) differ)" if d.get("sites") else ""))
+        for s in d.get("sites", [])[:10]:
+            out.append(f"    {s['site']}: {fmt_bytes(s['trusted_bytes'])} -> "
+                       f"{fmt_bytes(s['proposed_bytes'])} ({fmt_pct(s['ratio'])})")
+        for g in d.get("gc", []):
+            out.append(f"    gc.{g['counter']}: {g['trusted']:.0f} -> {g['proposed']:.0f}")
+    return out
+
+
+# ---------------------------------------------------------------- terminal
+
+def _table(headers, rows) -> str:
+    w = [len(h) for h in headers]
+    for r in rows:
+        w = [max(a, len(str(x))) for a, x in zip(w, r)]
+    line = lambda r: "  ".join(str(x).ljust(a) for x, a in zip(r, w)).rstrip()
+    return "\n".join([line(headers), line(["-" * a for a in w])] + [line(r) for r in rows])
+
+
+def render_terminal(report: dict, max_sites: int = 15) -> str:
+    v = verdict(report)
+    out = [_headline(report, v)]
+    pb = report.get("proposed_baselines")
+    if pb:
+        lines = _proposed_lines(pb)
+        out.append("Proposed baselines differ from trusted ones:" if lines
+                   else "Proposed baselines: identical to trusted ones.")
+        out.extend("  " + x for x in lines)
+    regs = worst_first(all_site_rows(report, "regression"))
+    if regs:
+        out.append("")
+        out.append("Regressions (worst first):")
+        out.append(_table(["benchmark", "check", "site", "baseline", "current", "delta [95% CI]",
+                           "p(adj)"],
+                          [[r["benchmark"], r["check"], _site_name(r), fmt_bytes(r["baseline_bytes"]),
+                            fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(r["p_adj"])]
+                           for r in regs]))
+    rows = []
+    for name, b in sorted(report["benchmarks"].items()):
+        rows.append([name] + [_check_cell(b, c, False) for c in CHECKS[:3]] + [_overhead_cell(b)])
+    if rows:
+        out.append("")
+        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "overhead"], rows))
+    for name, b in sorted(report["benchmarks"].items()):
+        alloc = b.get("alloc") or []
+        if not alloc:
+            continue
+        top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:max_sites]
+        out.append("")
+        out.append(f"{name}: top sites by current allocation")
+        out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
+                           "lines"],
+                          [[_site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
+                            fmt_delta(r), fmt_p(r.get("p_adj")), fmt_mde(r.get("mde")),
+                            fmt_lines(r.get("lines"))] for r in top]))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- markdown
+
+def _md_escape(s) -> str:
+    return str(s).replace("|", "\\|")
+
+
+def render_markdown(report: dict) -> str:
+    v = verdict(report)
+    icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
+    out = [f"## {icon} {_headline(report, v)}", ""]
+    pb = report.get("proposed_baselines")
+    if pb:
+        lines = _proposed_lines(pb)
+        if lines:
+            out.append("**This change updates baselines.** Proposed vs trusted:")
+            out.append("")
+            out.append("```")
+            out.extend(lines)
+            out.append("```")
+        else:
+            out.append("Proposed baselines are identical to the trusted ones.")
+        out.append("")
+    if report.get("shard"):
+        out.append(f"_Shard {report['shard']['index']}/{report['shard']['count']}; run "
+                   f"`memprof-ci merge` for the overall verdict._")
+        out.append("")
+    if v["errors"]:
+        out.append("### Errors")
+        out.extend(f"- `{_md_escape(e)}`" for e in v["errors"])
+        out.append("")
+    regs = worst_first(all_site_rows(report, "regression"))
+    if regs:
+        out.append("### Regressions (worst first)")
+        out.append("")
+        out.append("| benchmark | check | site | baseline | current | delta [95% CI] | p (Holm) |")
+        out.append("|---|---|---|--:|--:|--:|--:|")
+        for r in regs:
+            out.append(f"| {_md_escape(r['benchmark'])} | {r['check']} | `{_md_escape(_site_name(r))}` "
+                       f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
+                       f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
+        out.append("")
+    gcf = [(n, g) for n, b in sorted(report["benchmarks"].items())
+           for g in b.get("gc") or [] if g["status"] == "regression"]
+    if gcf:
+        out.append("### GC totals over tolerance")
+        out.append("")
+        out.append("| benchmark | counter | baseline | current | change |")
+        out.append("|---|---|--:|--:|--:|")
+        for n, g in gcf:
+            out.append(f"| {n} | {g['counter']} | {g['baseline']:.0f} | {g['current']:.0f} | "
+                       f"{g['change'] * 100:+.2f}% |" if g["change"] is not None else
+                       f"| {n} | {g['counter']} | {g['baseline']:.0f} | {g['current']:.0f} | new |")
+        out.append("")
+    if report["benchmarks"]:
+        out.append("### Benchmarks")
+        out.append("")
+        out.append("| benchmark | alloc sites | GC totals | live at exit | overhead [95% CI] |")
+        out.append("|---|:-:|:-:|:-:|--:|")
+        for name, b in sorted(report["benchmarks"].items()):
+            cells = [_check_cell(b, c, True) for c in CHECKS[:3]]
+            out.append(f"| {_md_escape(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b)} |")
+        out.append("")
+    imps = worst_first(all_site_rows(report, "improvement"))[::-1]
+    if imps:
+        out.append(f"<details><summary>Improvements ({len(imps)})</summary>")
+        out.append("")
+        out.append("| benchmark | check | site | baseline | current | delta [95% CI] |")
+        out.append("|---|---|---|--:|--:|--:|")
+        for r in imps[:50]:
+            out.append(f"| {_md_escape(r['benchmark'])} | {r['check']} | `{_md_escape(_site_name(r))}` "
+                       f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} |")
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    for name, b in sorted(report["benchmarks"].items()):
+        alloc = b.get("alloc") or []
+        if not alloc:
+            continue
+        top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:MD_SITES_PER_BENCH]
+        out.append(f"<details><summary>{_md_escape(name)}: top {len(top)} of {len(alloc)} sites</summary>")
+        out.append("")
+        out.append("| site | baseline | current | delta [95% CI] | p (Holm) | MDE (80%) | lines (samples) |")
+        out.append("|---|--:|--:|--:|--:|--:|---|")
+        for r in top:
+            out.append(f"| `{_md_escape(_site_name(r))}` | {fmt_bytes(r['baseline_bytes'])} | "
+                       f"{fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} | {fmt_p(r.get('p_adj'))} | "
+                       f"{fmt_mde(r.get('mde'))} | {_md_escape(fmt_lines(r.get('lines')))} |")
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    notes = list(report.get("notes", []))
+    for name, b in sorted(report["benchmarks"].items()):
+        notes.extend(f"{name}: {n}" for n in b.get("notes", []))
+    if notes:
+        out.append("Notes:")
+        out.extend(f"- {_md_escape(n)}" for n in notes)
+        out.append("")
+    out.append("<sub>Sites are tested with an exact conditional binomial test, Holm-adjusted "
+               "over all sites of the run; `~` means no significant change. See "
+               "harness/STATISTICS.md.</sub>")
+    return "\n".join(out) + "\n"

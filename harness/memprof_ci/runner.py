@@ -1,0 +1,105 @@
+"""Running benchmarks under the profiling runtime and collecting profiles.
+
+Each benchmark runs once per seed with OCAMLMEMPROF=rate=..,seed=..,frames=..,
+out=<dir>/<bench>.<seed>.json.  Invariants: a stale profile is removed before
+each run so a run that writes nothing can never be mistaken for a result;
+every failure (missing command, crash, non-zero exit, timeout, no profile,
+profile taken with other settings) raises InfraError or InputError with the
+tail of the benchmark's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+
+from .errors import InfraError, InputError
+from .sites import Aggregate, aggregate_paths
+
+STDERR_TAIL = 600
+
+
+def memprof_env_value(rate: float, seed: int, frames: int, out: str) -> str:
+    return f"rate={rate!r},seed={seed},frames={frames},out={out}"
+
+
+def bench_env(bench, extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OCAMLMEMPROF", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    env.update(bench.env)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _tail(data) -> str:
+    if not data:
+        return "(no stderr)"
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    text = text.strip()
+    if len(text) > STDERR_TAIL:
+        text = "..." + text[-STDERR_TAIL:]
+    return "stderr tail: " + text.replace("\n", " | ")
+
+
+def run_once(bench, seed: int, out_dir: str) -> str:
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, f"{bench.name}.{seed}.json")
+    for stale in (out,):
+        if os.path.exists(stale):
+            os.unlink(stale)
+    env = bench_env(bench, {"OCAMLMEMPROF": memprof_env_value(bench.rate, seed, bench.frames, out)})
+    if not os.path.isdir(bench.cwd):
+        raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
+                         f"exist; fix `cwd` in the manifest")
+    try:
+        # A new session lets a timeout kill the whole process group, so a
+        # grandchild holding stderr open cannot hang the harness.
+        proc = subprocess.Popen(bench.command, cwd=bench.cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                start_new_session=True)
+    except FileNotFoundError:
+        raise InfraError(f"benchmark {bench.name!r}: command not found: {bench.command[0]}; "
+                         f"build it (with the memprof-ci runtime: `make runtime`) or fix "
+                         f"`command` in the manifest") from None
+    except PermissionError:
+        raise InfraError(f"benchmark {bench.name!r}: command not executable: "
+                         f"{bench.command[0]}; fix `command` in the manifest") from None
+    try:
+        _, err = proc.communicate(timeout=bench.timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            err = b""
+        raise InfraError(f"benchmark {bench.name!r} (seed {seed}) timed out after "
+                         f"{bench.timeout:g}s; raise `timeout` in the manifest or make it "
+                         f"faster; {_tail(err)}") from None
+    r = subprocess.CompletedProcess(bench.command, proc.returncode, None, err)
+    if r.returncode != 0:
+        how = (f"was killed by signal {-r.returncode}" if r.returncode < 0
+               else f"exited with status {r.returncode}")
+        raise InfraError(f"benchmark {bench.name!r} (seed {seed}) {how}; {_tail(r.stderr)}")
+    if not os.path.exists(out):
+        raise InfraError(f"benchmark {bench.name!r} (seed {seed}) wrote no profile at {out}; "
+                         f"is it built with the memprof-ci runtime (`make runtime`) and "
+                         f"does it exit normally through at_exit? {_tail(r.stderr)}")
+    return out
+
+
+def collect(bench, out_dir: str) -> Aggregate:
+    """Run every seed, validate the profiles and sum them into sites."""
+    paths = [run_once(bench, seed, out_dir) for seed in bench.seeds]
+    agg = aggregate_paths(paths, bench.grouping, bench.name)
+    got = list(zip(agg.sources, agg.seeds))
+    for (path, pseed), seed in zip(got, bench.seeds):
+        if agg.rate != bench.rate or pseed != seed or agg.frames != bench.frames:
+            raise InputError(f"{path}: profile has rate={agg.rate} seed={pseed} "
+                             f"frames={agg.frames} but benchmark {bench.name!r} asked "
+                             f"rate={bench.rate} seed={seed} frames={bench.frames}; "
+                             f"does the runtime parse OCAMLMEMPROF correctly?")
+    return agg

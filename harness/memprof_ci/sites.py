@@ -1,0 +1,392 @@
+"""Grouping profile stacks into allocation sites and summing them over runs.
+
+A site must survive code motion: under the default "function" grouping it is
+the innermost frame outside the OCaml standard library, keyed by (file,
+function) and never by line, so adding lines above an allocation keeps the
+same key; absolute file names are shortened to their last two components so
+that baselines do not depend on where the project is checked out.  Line
+numbers are kept only as per-site detail.  Invariants: every
+stack lands in exactly one site (stacks with no known non-stdlib frame go to
+the innermost known frame, else "<unknown>"), and an Aggregate's per-site
+samples sum to its totals.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .profile import COUNT_KEYS, FRAME_KEYS, GC_KEYS, WORD_BYTES, Profile
+
+_FRAME_KEYS = frozenset(FRAME_KEYS)
+
+GROUPINGS = ("function", "line", "innermost")
+UNKNOWN = "<unknown>"
+_STDLIB_FN_PREFIXES = ("Stdlib", "Camlinternal", "Std_exit")
+
+
+def is_stdlib(frame: dict) -> bool:
+    fn = frame.get("function")
+    if fn:
+        return fn.startswith(_STDLIB_FN_PREFIXES)
+    f = frame.get("file")
+    if f:
+        # Only names that cannot be user modules: a user's own list.ml is
+        # recognised as user code by its (non-Stdlib) function name above.
+        base = os.path.basename(f)
+        return base in ("stdlib.ml", "std_exit.ml") or base.startswith("camlinternal")
+    return False
+
+
+def _known(frame: dict) -> bool:
+    return frame.get("function") is not None or frame.get("file") is not None
+
+
+def norm_file(f):
+    """Location-independent file name for site keys.
+
+    Compilers record absolute paths when given absolute paths, and a CI
+    checkout lives elsewhere than a developer's clone; keeping only the last
+    two components of an absolute path (".../bench/foo.ml" -> "bench/foo.ml")
+    makes baselines portable.  Relative paths are kept as they are.
+    """
+    if f and f.startswith("/"):
+        return "/".join(f.rsplit("/", 2)[-2:])
+    return f
+
+
+def site_label(function, file, line=None) -> str:
+    where = file if file is not None else "?"
+    if line is not None:
+        where = f"{where}:{line}"
+    return f"{function if function is not None else '?'} @ {where}"
+
+
+@dataclass
+class Site:
+    key: str
+    file: str | None
+    function: str | None
+    line: int | None = None
+    samples: int = 0
+    live_samples: int = 0
+    lines: Counter = field(default_factory=Counter)
+    live_lines: Counter = field(default_factory=Counter)
+    via: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file, "function": self.function, "line": self.line,
+            "samples": self.samples, "live_samples": self.live_samples,
+            "lines": {str(k): v for k, v in sorted(self.lines.items(), key=_line_order)},
+            "live_lines": {str(k): v for k, v in sorted(self.live_lines.items(), key=_line_order)},
+            "via": dict(sorted(self.via.items())),
+        }
+
+    @classmethod
+    def from_json(cls, key: str, d: dict) -> "Site":
+        def lines(m):
+            return Counter({(None if k in ("null", "None") else int(k)): int(v)
+                            for k, v in m.items()})
+        return cls(key=key, file=d.get("file"), function=d.get("function"),
+                   line=d.get("line"), samples=int(d["samples"]),
+                   live_samples=int(d["live_samples"]),
+                   lines=lines(d.get("lines", {})),
+                   live_lines=lines(d.get("live_lines", {})),
+                   via=Counter(d.get("via", {})))
+
+
+def _line_order(kv):
+    k = kv[0]
+    return (k is None, k if k is not None else 0)
+
+
+def classify(frames: list, grouping: str):
+    """Return (index of the site frame or None, file, function, via).
+
+    Depends only on the frames' function and file names, never on lines,
+    which is what lets callers memoise it on those names.
+    """
+    idx = None
+    if grouping == "innermost":
+        for i, fr in enumerate(frames):
+            if _known(fr):
+                idx = i
+                break
+    else:
+        first_known = None
+        for i, fr in enumerate(frames):
+            if not _known(fr):
+                continue
+            if first_known is None:
+                first_known = i
+            if not is_stdlib(fr):
+                idx = i
+                break
+        if idx is None:
+            idx = first_known
+    if idx is None:
+        return None, None, None, None
+    fr = frames[idx]
+    fn, fl = fr.get("function"), norm_file(fr.get("file"))
+    via = None
+    if grouping != "innermost" and not is_stdlib(fr):
+        # The entry point into the stdlib is the nearest known frame inside
+        # the site; deeper stdlib frames are implementation detail.
+        for j in range(idx - 1, -1, -1):
+            if _known(frames[j]):
+                if is_stdlib(frames[j]):
+                    via = frames[j].get("function") or frames[j].get("file")
+                break
+    return idx, fl, fn, via
+
+
+def site_of(frames: list, grouping: str):
+    """(key, file, function, line of the site frame, via) for one stack."""
+    idx, fl, fn, via = classify(frames, grouping)
+    if idx is None:
+        return UNKNOWN, None, None, None, None
+    line = frames[idx].get("line")
+    return (site_label(fn, fl, line) if grouping == "line" else site_label(fn, fl)), fl, fn, line, via
+
+
+@dataclass
+class Aggregate:
+    """Samples of one benchmark summed over runs (seeds), grouped into sites."""
+
+    name: str
+    rate: float
+    seeds: list
+    frames: int
+    grouping: str
+    ocaml_version: str | None = None
+    backend: str | None = None
+    gc: dict = field(default_factory=dict)
+    gc_runs: list = field(default_factory=list)
+    total_samples: int = 0
+    total_live: int = 0
+    sites: dict = field(default_factory=dict)
+    sources: list = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def runs(self) -> int:
+        return len(self.seeds)
+
+    @property
+    def exposure(self) -> float:
+        # Expected samples per word allocated in every run, summed over runs.
+        return self.rate * self.runs
+
+    def bytes_of(self, samples: float) -> float:
+        return samples / self.exposure * WORD_BYTES
+
+
+_NAMES = operator.itemgetter("function", "file")
+
+
+def _check_frames(frames, i: int, path: str) -> None:
+    if type(frames) is not list:
+        raise InputError(f"{path}: malformed profile: stacks[{i}].frames is not a list")
+    for j, fr in enumerate(frames):
+        if type(fr) is not dict or not _FRAME_KEYS <= fr.keys():
+            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] lacks "
+                             f"file/line/function; regenerate it")
+        fn, fl, ln = fr["function"], fr["file"], fr["line"]
+        if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
+                and (ln is None or type(ln) is int)):
+            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] has a "
+                             f"field of the wrong type; regenerate it")
+
+
+_COUNTS = operator.itemgetter(*COUNT_KEYS)
+_INT = {int}
+
+
+def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None):
+    """Site counts of one profile's stacks: (compact site tuples, samples, live).
+
+    Also validates the stacks in the same pass (counter types and identities
+    for every stack; frames once per distinct (function, file) sequence) and,
+    given the profile's totals, that they add up: this is the hot loop on
+    profiles with tens of thousands of stacks.
+    """
+    cache: dict = {}
+    acc: dict = {}
+    total = live_total = 0
+    by_line = grouping == "line"
+    for i, st in enumerate(stacks):
+        try:
+            vals = _COUNTS(st)
+            frames = st["frames"]
+            sig = tuple(map(_NAMES, frames))
+            ok = (set(map(type, vals)) == _INT and min(vals) >= 0
+                  and vals[1] == vals[3] + vals[4] + vals[6] and vals[8] + vals[9] == vals[1])
+        except (KeyError, TypeError):
+            ok = False
+        if not ok:
+            _explain_bad_stack(st, i, path)
+        c = cache.get(sig)
+        if c is None:
+            _check_frames(frames, i, path)
+            idx, fl, fn, via = classify(frames, grouping)
+            c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl))
+        idx, fl, fn, via, key = c
+        line = None
+        if idx is not None:
+            line = frames[idx]["line"]
+            if line is not None and type(line) is not int:
+                _check_frames(frames, i, path)
+            if by_line:
+                key = site_label(fn, fl, line)
+        n, live = vals[1], vals[9]
+        a = acc.get(key)
+        if a is None:
+            a = acc[key] = [key, fl, fn, line if by_line else None, 0, 0, {}, {}, {}]
+        a[4] += n
+        a[5] += live
+        if n:
+            d = a[6]
+            d[line] = d.get(line, 0) + n
+            if via:
+                d = a[8]
+                d[via] = d.get(via, 0) + n
+        if live:
+            d = a[7]
+            d[line] = d.get(line, 0) + live
+        total += n
+        live_total += live
+    if totals is not None and (totals.get("samples") != total
+                               or totals.get("live_samples") != live_total):
+        raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
+                         f"stacks (truncated file?); regenerate it with the memprof-ci runtime")
+    return [tuple(a) for a in acc.values()], total, live_total
+
+
+def _explain_bad_stack(st, i: int, path: str):
+    where = f"stacks[{i}]"
+    if not isinstance(st, dict):
+        raise InputError(f"{path}: malformed profile: {where} is not an object; regenerate it")
+    for k in COUNT_KEYS:
+        v = st.get(k)
+        if not (type(v) is int and v >= 0):
+            raise InputError(f"{path}: malformed profile: {where}.{k} is missing or not a "
+                             f"non-negative integer; regenerate it")
+    if "frames" not in st:
+        raise InputError(f"{path}: malformed profile: {where}.frames is missing; regenerate it")
+    _check_frames(st["frames"], i, path)
+    raise InputError(f"{path}: malformed profile: {where} breaks samples = minor + major + "
+                     f"custom or collected + live = samples; regenerate it")
+
+
+def _load_grouped(path: str, grouping: str):
+    # Runs in a worker process: parse, validate and group one profile, and
+    # return only the small grouped result plus the stack-less metadata.
+    from .profile import gc_paused, load_profile
+    with gc_paused():
+        p = load_profile(path, check_stacks=False)
+        if not isinstance(p.stacks, list):
+            raise InputError(f"{path}: malformed profile: stacks is not a list; regenerate it")
+        grouped = _group_stacks(p.stacks, grouping, path, p.totals)
+    p.stacks = []
+    # Plain tuples and dicts: they pickle several times faster than Site/Counter.
+    return p, grouped
+
+
+def _check_set(profiles: list, name: str):
+    if not profiles:
+        raise InputError(f"{name}: no profiles to aggregate")
+    p0 = profiles[0]
+    for p in profiles[1:]:
+        if p.rate != p0.rate:
+            raise InputError(f"{p.path}: rate {p.rate} differs from {p0.path} "
+                             f"(rate {p0.rate}); a profile set must share one rate")
+        if p.frames != p0.frames:
+            raise InputError(f"{p.path}: frames {p.frames} differs from {p0.path} "
+                             f"(frames {p0.frames}); a profile set must share one frames")
+
+
+def _combine(parts: list, grouping: str, name: str) -> Aggregate:
+    profiles = [p for p, _ in parts]
+    _check_set(profiles, name)
+    p0 = profiles[0]
+    agg = Aggregate(name=name, rate=p0.rate, seeds=[p.seed for p in profiles],
+                    frames=p0.frames, grouping=grouping,
+                    ocaml_version=p0.ocaml_version, backend=p0.backend,
+                    sources=[p.path for p in profiles])
+    acc: dict = {}
+    for p, (sites, total, live) in parts:
+        agg.gc_runs.append(dict(p.gc))
+        agg.total_samples += total
+        agg.total_live += live
+        # Merge plain dicts first and build Site/Counter objects once at the
+        # end: constructing them per profile dominated large comparisons.
+        for t in sites:
+            a = acc.get(t[0])
+            if a is None:
+                acc[t[0]] = [t[1], t[2], t[3], t[4], t[5], dict(t[6]), dict(t[7]), dict(t[8])]
+                continue
+            a[3] += t[4]
+            a[4] += t[5]
+            for d, src in ((a[5], t[6]), (a[6], t[7]), (a[7], t[8])):
+                for k, v in src.items():
+                    d[k] = d.get(k, 0) + v
+    for key, a in acc.items():
+        agg.sites[key] = Site(key=key, file=a[0], function=a[1], line=a[2], samples=a[3],
+                              live_samples=a[4], lines=Counter(a[5]),
+                              live_lines=Counter(a[6]), via=Counter(a[7]))
+    agg.gc = mean_gc(agg.gc_runs)
+    return agg
+
+
+def aggregate(profiles: list[Profile], grouping: str, name: str) -> Aggregate:
+    if grouping not in GROUPINGS:
+        raise InputError(f"unknown grouping {grouping!r}; use one of {', '.join(GROUPINGS)}")
+    _check_set(profiles, name)
+    return _combine([(p, _group_stacks(p.stacks, grouping, p.path)) for p in profiles],
+                    grouping, name)
+
+
+PARALLEL_MIN_BYTES = 4 << 20
+
+
+def aggregate_paths(paths: list[str], grouping: str, name: str) -> Aggregate:
+    """Load, validate and group profile files, in parallel when they are big.
+
+    Parsing JSON dominates for large profiles, so files are spread over
+    worker processes; results are combined in the given (sorted) order, so
+    the outcome does not depend on scheduling.
+    """
+    if grouping not in GROUPINGS:
+        raise InputError(f"unknown grouping {grouping!r}; use one of {', '.join(GROUPINGS)}")
+    if not paths:
+        raise InputError(f"{name}: no profiles to aggregate")
+    size = 0
+    for p in paths:
+        try:
+            size += os.path.getsize(p)
+        except OSError:
+            pass
+    jobs = min(len(paths), os.cpu_count() or 1)
+    if jobs > 1 and size >= PARALLEL_MIN_BYTES:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
+            parts = list(ex.map(_load_grouped, paths, [grouping] * len(paths)))
+    else:
+        parts = [_load_grouped(p, grouping) for p in paths]
+    return _combine(parts, grouping, name)
+
+
+def mean_gc(runs: list[dict]) -> dict:
+    if not runs:
+        return {}
+    out = {}
+    for k in GC_KEYS:
+        m = sum(r[k] for r in runs) / len(runs)
+        # Deterministic programs give equal totals per seed: keep them exact ints.
+        out[k] = int(m) if m == int(m) else m
+    return out

@@ -1,0 +1,228 @@
+"""Statistical tests for allocation, retention, GC-total and overhead checks.
+
+The method is documented with formulas in harness/STATISTICS.md.  In short:
+per-site sample counts are Poisson with mean exposure x words, so conditional
+on the total n = c + b the current count is Binomial(n, p0) with
+p0 = E_c / (E_c + E_b); we use the exact one-sided binomial tail, Holm's
+step-down adjustment over the whole family of site tests in a run, and fail a
+site only when it is significant, large (>= min_effect) and relevant
+(>= min_share).  Invariants: functions here are pure and deterministic
+(bootstrap uses a fixed seed), and rows are plain JSON-able dicts so that
+shard results can be re-adjusted by `merge` exactly as in a single run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as st
+
+POWER = 0.80
+CONFIDENCE = 0.95
+
+
+def test_counts(c, b, e_cur, e_base):
+    """Exact conditional tests of current counts c against baseline counts b.
+
+    Returns arrays: p0, one-sided p for an increase and for a decrease,
+    rate ratio estimate and its exact 95% interval (Clopper-Pearson on c/n,
+    mapped through q -> q/(1-q) * E_b/E_c).
+    """
+    c = np.asarray(c, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    n = c + b
+    p0 = e_cur / (e_cur + e_base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # P(C >= c) for an increase, P(C <= c) for a decrease, C ~ Bin(n, p0).
+        p_inc = np.where(n > 0, st.binom.sf(c - 1, n, p0), 1.0)
+        p_dec = np.where(n > 0, st.binom.cdf(c, n, p0), 1.0)
+        ratio = (c / e_cur) / (b / e_base)
+        a = (1 - CONFIDENCE) / 2
+        q_lo = np.where(c > 0, st.beta.ppf(a, c, n - c + 1), 0.0)
+        q_hi = np.where(c < n, st.beta.ppf(1 - a, c + 1, n - c), 1.0)
+        scale = e_base / e_cur
+        lo = q_lo / (1 - q_lo) * scale
+        hi = np.where(q_hi < 1, q_hi / (1 - q_hi) * scale, np.inf)
+    p_inc = np.minimum(p_inc, 1.0)
+    p_dec = np.minimum(p_dec, 1.0)
+    ratio = np.where(n > 0, ratio, np.nan)
+    return {"p0": p0, "p_inc": p_inc, "p_dec": p_dec, "ratio": ratio,
+            "lo": np.where(n > 0, lo, np.nan), "hi": np.where(n > 0, hi, np.nan)}
+
+
+def holm(p):
+    """Holm step-down adjusted p-values (same order as the input).
+
+    Works along the last axis, so a 2-D array adjusts each row as a family.
+    """
+    p = np.asarray(p, dtype=float)
+    m = p.shape[-1] if p.ndim else 0
+    if m == 0:
+        return p
+    order = np.argsort(p, axis=-1, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=-1)
+    adj = np.minimum(np.maximum.accumulate((m - np.arange(m)) * ranked, axis=-1), 1.0)
+    out = np.empty_like(adj)
+    np.put_along_axis(out, order, adj, axis=-1)
+    return out
+
+
+def min_detectable_increase(n, p0, alpha_eff, power=POWER):
+    """Smallest rate increase detected with `power`, exact given the total n.
+
+    The level-alpha_eff test rejects when c >= k with k the binomial critical
+    value; P(Bin(n, p) >= k) = BetaCDF(p; k, n-k+1), so the p reaching the
+    target power is a Beta quantile, converted back to a rate ratio.
+    """
+    n = np.asarray(n, dtype=np.int64)
+    alpha_eff = np.broadcast_to(np.asarray(alpha_eff, dtype=float), n.shape)
+    k = st.binom.isf(alpha_eff, n, p0) + 1
+    # Guard against isf rounding: make sure P(C >= k) <= alpha_eff.
+    k = np.where(st.binom.sf(k - 1, n, p0) > alpha_eff, k + 1, k)
+    out = np.full(n.shape, np.inf)
+    ok = (n > 0) & (k <= n) & (k >= 1)
+    if np.any(ok):
+        kk, nn = k[ok], n[ok]
+        p1 = st.beta.ppf(power, kk, nn - kk + 1)
+        with np.errstate(divide="ignore"):
+            r = (p1 / (1 - p1)) / (p0 / (1 - p0))
+        out[ok] = r - 1
+    return out
+
+
+def site_rows(benchmark: str, check: str, cur_sites: dict, base_sites: dict,
+              cur_total: int, base_total: int, e_cur: float, e_base: float,
+              params: dict) -> list[dict]:
+    """One comparison row per site seen in either run (raw p-values only).
+
+    cur_sites/base_sites map site key -> (count, extra) where extra is a dict
+    of display fields (file, function, line, via, lines).
+    """
+    keys = sorted(set(cur_sites) | set(base_sites))
+    c = np.array([cur_sites.get(k, (0, None))[0] for k in keys], dtype=np.int64)
+    b = np.array([base_sites.get(k, (0, None))[0] for k in keys], dtype=np.int64)
+    keep = (c + b) > 0
+    keys = [k for k, kp in zip(keys, keep) if kp]
+    c, b = c[keep], b[keep]
+    t = test_counts(c, b, e_cur, e_base)
+    rows = []
+    for i, k in enumerate(keys):
+        info = (cur_sites.get(k) or base_sites.get(k))[1] or {}
+        ci, bi = int(c[i]), int(b[i])
+        share = max(ci / cur_total if cur_total else 0.0,
+                    bi / base_total if base_total else 0.0)
+        rows.append({
+            "benchmark": benchmark, "check": check, "site": k,
+            "file": info.get("file"), "function": info.get("function"),
+            "line": info.get("line"), "via": info.get("via"),
+            "lines": info.get("lines"),
+            "baseline_samples": bi, "current_samples": ci,
+            "baseline_exposure": e_base, "current_exposure": e_cur,
+            "baseline_bytes": bi / e_base * 8, "current_bytes": ci / e_cur * 8,
+            "share": share, "p0": float(t["p0"]),
+            "ratio": _f(t["ratio"][i]), "ci_low": _f(t["lo"][i]), "ci_high": _f(t["hi"][i]),
+            "p_raw": float(t["p_inc"][i]), "p_raw_decrease": float(t["p_dec"][i]),
+            "alpha": params["alpha"], "min_effect": params["min_effect"],
+            "min_share": params["min_share"],
+        })
+    return rows
+
+
+def _f(x):
+    # Rows are JSON documents: non-finite values are stored as null (a null
+    # ratio or upper bound means "infinite": the site is absent from the baseline).
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def apply_family(rows: list[dict], two_sided: bool = False) -> None:
+    """Holm-adjust a whole family of site rows in place and decide each one.
+
+    One-sided (default): status is "regression" when adjusted p < alpha, the
+    estimated increase >= min_effect and share >= min_share; "improvement"
+    symmetrically for decreases (reported, never failing); otherwise "~".
+    Two-sided (proposed-baseline agreement): the doubled smaller tail is
+    adjusted and the status is "mismatch" or "~".
+    """
+    m = len(rows)
+    if m == 0:
+        return
+    if two_sided:
+        p = np.array([min(1.0, 2 * min(r["p_raw"], r["p_raw_decrease"])) for r in rows])
+        adj = holm(p)
+        for r, pa in zip(rows, adj):
+            r["p_adj"] = float(pa)
+            ratio = r["ratio"] if r["ratio"] is not None else 1.0
+            big = abs(ratio - 1) >= r["min_effect"] if math.isfinite(ratio) else True
+            r["status"] = ("mismatch" if pa < r["alpha"] and big and r["share"] >= r["min_share"]
+                           else "~")
+        return
+    p_inc = np.array([r["p_raw"] for r in rows])
+    p_dec = np.array([r["p_raw_decrease"] for r in rows])
+    adj_inc, adj_dec = holm(p_inc), holm(p_dec)
+    n = np.array([r["baseline_samples"] + r["current_samples"] for r in rows])
+    alpha_eff = np.array([r["alpha"] / m for r in rows])
+    # Exposures are shared within a benchmark; compute MDE per distinct p0.
+    p0s = np.array([r["p0"] for r in rows])
+    mde = np.empty(m)
+    for p0 in np.unique(p0s):
+        sel = p0s == p0
+        mde[sel] = min_detectable_increase(n[sel], float(p0), alpha_eff[sel])
+    for i, r in enumerate(rows):
+        r["p_adj"] = float(adj_inc[i])
+        r["p_adj_decrease"] = float(adj_dec[i])
+        r["mde"] = _f(mde[i])
+        ratio = r["ratio"]
+        inc = math.inf if ratio is None or ratio == math.inf else ratio - 1
+        relevant = r["share"] >= r["min_share"]
+        if adj_inc[i] < r["alpha"] and inc >= r["min_effect"] and relevant:
+            r["status"] = "regression"
+        elif adj_dec[i] < r["alpha"] and ratio is not None and 1 - ratio >= r["min_effect"] and relevant:
+            r["status"] = "improvement"
+        else:
+            r["status"] = "~"
+            if adj_inc[i] < r["alpha"]:
+                r["note"] = ("increase below min_effect" if inc < r["min_effect"]
+                             else "below min_share")
+
+
+GC_COUNTERS = ("minor_words", "promoted_words", "major_words")
+
+
+def gc_compare(base_gc: dict, cur_gc: dict, tolerance: float) -> list[dict]:
+    """Exact GC totals: relative change per counter, only increases fail."""
+    rows = []
+    for k in GC_COUNTERS:
+        b, c = float(base_gc.get(k, 0)), float(cur_gc.get(k, 0))
+        if b == 0:
+            rel = 0.0 if c == 0 else None  # null: grew from zero
+        else:
+            rel = c / b - 1
+        status = "regression" if rel is None or rel > tolerance else (
+            "improvement" if rel < -tolerance else "~")
+        rows.append({"counter": k, "baseline": b, "current": c,
+                     "change": rel, "tolerance": tolerance, "status": status})
+    return rows
+
+
+def overhead_interval(on, off, seed: int = 0, n_resamples: int = 2000):
+    """median(on)/median(off) - 1 with a 95% percentile bootstrap interval.
+
+    The two samples are resampled independently (they are unpaired runs);
+    the fixed seed makes the interval reproducible.
+    """
+    on = np.asarray(on, dtype=float)
+    off = np.asarray(off, dtype=float)
+    est = float(np.median(on) / np.median(off) - 1)
+    if on.size < 2 or off.size < 2 or np.all(on == on[0]) and np.all(off == off[0]):
+        return est, est, est
+
+    def stat(x, y, axis=-1):
+        return np.median(x, axis=axis) / np.median(y, axis=axis) - 1
+
+    res = st.bootstrap((on, off), stat, paired=False, vectorized=True,
+                       n_resamples=n_resamples, confidence_level=CONFIDENCE,
+                       method="percentile", random_state=np.random.default_rng(seed))
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    return est, min(lo, est), max(hi, est)

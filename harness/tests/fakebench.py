@@ -1,0 +1,107 @@
+"""A stand-in for an OCaml benchmark built with the memprof-ci runtime.
+
+Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--no-profile]
+                   [--garbage] [--version V] [--count FILE]
+                   [--slow-when-profiled S]
+SPEC lists allocation sites ({"frames": [[function, file, line], ...],
+"words": W, "live": fraction}) and GC totals.  It reads OCAMLMEMPROF like the
+runtime does and writes a version-1 profile whose per-stack samples are
+Poisson(rate * words) draws from an RNG seeded by the OCAMLMEMPROF seed, so
+runs are deterministic per seed.  Invariant: the written profile satisfies the
+identities of profile-format.md.
+"""
+
+import json
+import math
+import os
+import random
+import sys
+import time
+
+
+class Rng:
+    """Poisson/binomial draws without numpy, so a fake run starts fast."""
+
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+
+    def poisson(self, mu):
+        if mu > 60:
+            return max(0, round(self.r.gauss(mu, math.sqrt(mu))))
+        k, p, limit = 0, 1.0, math.exp(-mu)
+        while True:
+            p *= self.r.random()
+            if p <= limit:
+                return k
+            k += 1
+
+    def binomial(self, n, q):
+        if n > 200:
+            return min(n, max(0, round(self.r.gauss(n * q, math.sqrt(n * q * (1 - q)) or 0.0))))
+        return sum(self.r.random() < q for _ in range(n))
+
+
+def frame(f):
+    fn, fl, ln = f
+    return {"file": fl, "line": ln, "col_start": None if ln is None else 2,
+            "col_end": None if ln is None else 9, "function": fn, "inlined": False}
+
+
+def main():
+    args = sys.argv[1:]
+    spec = json.load(open(args[0]))
+    opts = args[1:]
+    if "--sleep" in opts:
+        time.sleep(float(opts[opts.index("--sleep") + 1]))
+    if "--crash" in opts:
+        sys.stderr.write("Fatal error: exception Not_found\n")
+        os.abort()
+    if "--exit" in opts:
+        sys.stderr.write("bench: something went wrong\n")
+        sys.exit(int(opts[opts.index("--exit") + 1]))
+    env = os.environ.get("OCAMLMEMPROF")
+    if "--count" in opts:
+        with open(opts[opts.index("--count") + 1], "a") as fh:
+            fh.write(f"{env}\n")
+    if env and "--slow-when-profiled" in opts:
+        time.sleep(float(opts[opts.index("--slow-when-profiled") + 1]))
+    if not env or "--no-profile" in opts:
+        return
+    cfg = dict(kv.split("=", 1) for kv in env.split(","))
+    rate, seed, frames, out = float(cfg["rate"]), int(cfg["seed"]), int(cfg["frames"]), cfg["out"]
+    rng = Rng(seed + 1000 * spec.get("salt", 0))
+    stacks = []
+    keys = ("blocks", "samples", "words", "minor_samples", "major_samples", "marshal_samples",
+            "custom_samples", "promoted_samples", "collected_samples", "live_samples")
+    totals = dict.fromkeys(keys, 0)
+    for s in spec["sites"]:
+        n = int(rng.poisson(rate * s["words"]))
+        if n == 0:
+            continue
+        live = int(rng.binomial(n, s.get("live", 0.0)))
+        st = {"frames": [frame(f) for f in s["frames"]], "blocks": n, "samples": n,
+              "words": 4 * n, "minor_samples": n, "major_samples": 0, "marshal_samples": 0,
+              "custom_samples": 0, "promoted_samples": live, "collected_samples": n - live,
+              "live_samples": live}
+        stacks.append(st)
+        for k in keys:
+            totals[k] += st[k]
+    gc = {"minor_words": 0, "promoted_words": 0, "major_words": 0, "minor_collections": 1,
+          "major_collections": 1, "compactions": 0}
+    gc.update(spec.get("gc", {}))
+    if not spec.get("gc"):
+        gc["minor_words"] = int(sum(s["words"] for s in spec["sites"]))
+    doc = {"format": "memprof-ci/profile", "version": int(opts[opts.index("--version") + 1])
+           if "--version" in opts else 1, "ocaml_version": "5.3.0", "backend": "native",
+           "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames},
+           "gc": gc, "totals": totals, "stacks": stacks}
+    tmp = f"{out}.tmp.{os.getpid()}"
+    with open(tmp, "w") as fh:
+        if "--garbage" in opts:
+            fh.write('{"format": "memprof-ci/profile", "version": 1, "stac')
+        else:
+            json.dump(doc, fh)
+    os.replace(tmp, out)
+
+
+main()

@@ -1,0 +1,325 @@
+"""The memprof-ci CLI as a subprocess: verdicts, exit codes, reports, bad input."""
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+from conftest import HARNESS, PY, make_profile, run_cli, run_many, spec_sites, write_json, write_manifest
+
+BASE_WORDS = [2e7, 1e7, 5e6, 1e5]
+
+
+def project(tmp_path, benches=None, defaults=None):
+    d = str(tmp_path)
+    if benches is None:
+        benches = [{"name": "alpha", "spec": {"sites": spec_sites(BASE_WORDS)}},
+                   {"name": "beta", "spec": {"sites": spec_sites([3e7, 2e6])}}]
+    return write_manifest(d, benches, defaults=dict({"rate": 1e-3, "seeds": [1, 2]},
+                                                          **(defaults or {})))
+
+
+def bump(tmp_path, name, site, factor, salt=1):
+    p = os.path.join(str(tmp_path), f"{name}.spec.json")
+    spec = json.load(open(p))
+    spec["sites"][site]["words"] *= factor
+    spec["salt"] = salt
+    json.dump(spec, open(p, "w"))
+
+
+def cli(tmp_path, *args, **kw):
+    return run_cli(list(args), cwd=str(tmp_path), **kw)
+
+
+def update(tmp_path, *extra):
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead", *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def check(tmp_path, *extra):
+    return cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--no-overhead", *extra)
+
+
+def no_traceback(r):
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+def test_clean_then_regression_reports_exactly_that_site(tmp_path):
+    cnt = str(tmp_path / "count.txt")
+    project(tmp_path, [{"name": "alpha", "spec": {"sites": spec_sites(BASE_WORDS)},
+                        "args": ["--count", cnt]},
+                       {"name": "beta", "spec": {"sites": spec_sites([3e7, 2e6])}}])
+    update(tmp_path)
+    assert sorted(os.listdir(tmp_path / "baselines")) == [".lock", "alpha.json", "beta.json"]
+    os.unlink(cnt)
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Three checks of alpha, but one run per seed.
+    lines = open(cnt).read().split()
+    assert len(lines) == 2 and len({x.split(",")[1] for x in lines}) == 2
+    bump(tmp_path, "alpha", 1, 1.3)
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "rep" / "report.json"))
+    regs = [(x["benchmark"], x["check"], x["site"]) for b in rep["benchmarks"].values()
+            for x in (b["alloc"] or []) + (b["live"] or []) if x["status"] == "regression"]
+    assert regs == [("alpha", "alloc", "Main.f1 @ main.ml"), ("alpha", "live", "Main.f1 @ main.ml")]
+    assert rep["verdict"]["exit_code"] == 1
+    md = open(tmp_path / "rep" / "report.md").read()
+    assert "### Regressions" in md and "Main.f1 @ main.ml" in md.split("### Benchmarks")[0]
+    junit = open(tmp_path / "rep" / "junit.xml").read()
+    assert 'failures="3"' in junit and 'errors="0"' in junit
+    # -m selects checks like pytest does.
+    r1, r2 = run_many([(["check", "--manifest", "benchmarks.toml", "--no-overhead", *a],
+                        str(tmp_path)) for a in (["-m", "gc_totals"], ["-k", "beta"])])
+    assert r1.returncode == 1 and "minor_words" in r1.stdout
+    assert r2.returncode == 0, r2.stdout
+
+
+def test_new_benchmark_is_not_a_failure_unless_strict(tmp_path):
+    project(tmp_path)
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "no baseline" in r.stdout
+    rep = json.load(open(tmp_path / "rep" / "report.json"))
+    assert rep["benchmarks"]["alpha"]["checks"]["alloc_sites"]["outcome"] == "skipped"
+    r = check(tmp_path, "--strict")
+    assert r.returncode == 1 and "--strict" in r.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--crash"], "killed by signal"),
+    (["--exit", "3"], "exited with status 3"),
+    (["--no-profile"], "wrote no profile"),
+    (["--garbage"], "not valid JSON"),
+    (["--version", "2"], "version 2 is not supported"),
+    (["--sleep", "5"], "timed out after 1s"),
+])
+def test_broken_benchmark_exits_2(tmp_path, args, msg):
+    project(tmp_path, [{"name": "bad", "spec": {"sites": spec_sites([1e6])}, "args": args,
+                        "timeout": 1}])
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert msg in r.stderr and "'bad'" in r.stderr or msg in r.stderr
+    no_traceback(r)
+    if "--crash" in args or "--exit" in args:
+        assert "stderr tail:" in r.stderr
+    if "--crash" in args:
+        write_json(tmp_path / "baselines" / "bad.json", {"x": 1})
+        r = check(tmp_path, "--report-dir", "rep")
+        assert r.returncode == 2, r.stdout + r.stderr
+        assert "not a memprof-ci baseline" in r.stderr
+        junit = open(tmp_path / "rep" / "junit.xml").read()
+        assert 'errors="3"' in junit and 'failures="0"' in junit
+        no_traceback(r)
+
+
+def test_timeout_kills_process_group(tmp_path):
+    project(tmp_path, [{"name": "hang", "command": ["/bin/sh", "-c", "sleep 30; echo x"],
+                        "timeout": 1}])
+    t0 = time.monotonic()
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead")
+    assert r.returncode == 2 and "timed out after 1s" in r.stderr
+    assert time.monotonic() - t0 < 15
+
+
+def test_missing_command_exits_2(tmp_path):
+    project(tmp_path, [{"name": "gone", "command": ["./_build/no/such.exe"]}])
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead")
+    assert r.returncode == 2 and "command not found" in r.stderr and "make runtime" in r.stderr
+    no_traceback(r)
+
+
+def test_bad_baselines_exit_2(tmp_path):
+    project(tmp_path)
+    update(tmp_path)
+    good = (tmp_path / "baselines" / "alpha.json").read_text()
+    cases = [("{oops", "not valid JSON"),
+             (good.replace('"version": 1', '"version": 7'), "version 7"),
+             (good.replace('"rate": 0.001', '"rate": 0.01'), "rate=0.01"),
+             (good.replace('"grouping": "function"', '"grouping": "line"'), "grouping"),
+             (good.replace('"seeds": [\n      1,', '"seeds": [\n      9,'), "seeds=[9, 2]")]
+    for i, (text, _) in enumerate(cases):
+        os.makedirs(tmp_path / f"bl{i}")
+        (tmp_path / f"bl{i}" / "alpha.json").write_text(text)
+    results = run_many([(["check", "--manifest", "benchmarks.toml", "--no-overhead", "-k",
+                          "alpha", "--baselines", f"bl{i}"], str(tmp_path))
+                        for i in range(len(cases))])
+    for (_, msg), r in zip(cases, results):
+        assert r.returncode == 2, (msg, r.stdout, r.stderr)
+        assert msg in r.stderr and "alpha.json" in r.stderr, r.stderr
+        assert "regression" not in r.stdout.split("memprof-ci:")[-1].split("\n")[0]
+        no_traceback(r)
+
+
+def test_manifest_and_usage_errors_exit_2(tmp_path):
+    (tmp_path / "benchmarks.toml").write_text('[[benchmark]]\nname="a"\ncommand=["x"]\nrtae=1\n')
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 2 and "unknown key `rtae`" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    no_traceback(r)
+    rep = json.load(open(tmp_path / "rep" / "report.json"))
+    assert rep["verdict"]["exit_code"] == 2 and "rtae" in rep["verdict"]["errors"][0]
+    assert cli(tmp_path, "check", "--manifest", "nope.toml").returncode == 2
+    assert cli(tmp_path, "frobnicate").returncode == 2
+    assert cli(tmp_path, "check", "--shard", "3/2").returncode == 2
+    project(tmp_path)
+    r = check(tmp_path, "-k", "nosuchbench")
+    assert r.returncode == 2 and "no checks selected" in r.stderr
+
+
+def test_compare_profiles_dirs_and_baselines(tmp_path):
+    def site(fn, n):
+        return ([("Stdlib__List.init", "list.ml", 3), (fn, "m.ml", 5)], n, 0)
+    for seed in (1, 2):
+        write_json(tmp_path / "a" / f"bench.{seed}.json",
+                   make_profile([site("M.f", 2000), site("M.g", 3000)], seed=seed))
+        write_json(tmp_path / "b" / f"bench.{seed}.json",
+                   make_profile([site("M.f", 2600), site("M.g", 3000)], seed=seed))
+    r = cli(tmp_path, "compare", "a/bench.1.json", "a/bench.2.json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = cli(tmp_path, "compare", "a", "b", "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    regs = [x["site"] for x in rep["benchmarks"]["bench"]["alloc"] if x["status"] == "regression"]
+    assert regs == ["M.f @ m.ml"]
+    r = cli(tmp_path, "compare", "b", "a", "--format", "markdown")
+    assert r.returncode == 0 and "Improvements" in r.stdout
+    # Different exposure (one run against two) is accounted for.
+    r = cli(tmp_path, "compare", "a/bench.1.json", "a")
+    assert r.returncode == 0, r.stdout + r.stderr
+    (tmp_path / "bad.json").write_text("[]")
+    r = cli(tmp_path, "compare", "a", "bad.json")
+    assert r.returncode == 2 and "bad.json" in r.stderr
+    no_traceback(r)
+
+
+def test_compare_baseline_files(tmp_path):
+    project(tmp_path)
+    update(tmp_path)
+    shutil.copytree(tmp_path / "baselines", tmp_path / "old")
+    bump(tmp_path, "beta", 0, 1.5)
+    update(tmp_path)
+    r = cli(tmp_path, "compare", "old/beta.json", "baselines/beta.json")
+    assert r.returncode == 1 and "Main.f0 @ main.ml" in r.stdout
+    r = cli(tmp_path, "compare", "old", "baselines", "--format", "json")
+    assert r.returncode == 1
+    assert set(json.loads(r.stdout)["benchmarks"]) == {"alpha", "beta"}
+
+
+def test_shards_and_merge(tmp_path):
+    benches = [{"name": f"b{i}", "spec": {"sites": spec_sites([1e7, 5e6])}} for i in range(5)]
+    project(tmp_path, benches)
+    update(tmp_path)
+    bump(tmp_path, "b3", 0, 1.3)
+    seen, codes = [], []
+    results = run_many([(["check", "--manifest", "benchmarks.toml", "--no-overhead", "--shard",
+                          f"{k}/3", "--report-dir", f"shard{k}", "--results-json",
+                          f"results{k}.json"], str(tmp_path)) for k in (1, 2, 3)])
+    for k, r in zip((1, 2, 3), results):
+        codes.append(r.returncode)
+        seen += sorted(json.load(open(tmp_path / f"shard{k}" / "report.json"))["benchmarks"])
+        assert (tmp_path / f"shard{k}" / "junit.xml").exists()
+    assert sorted(seen) == [f"b{i}" for i in range(5)]
+    assert sorted(codes) == [0, 0, 1]
+    r = cli(tmp_path, "merge", "merged", "shard1", "shard2", "results3.json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "merged" / "report.json"))
+    n_rows = sum(len(b["alloc"]) + len(b["live"]) for b in rep["benchmarks"].values())
+    row = [x for x in rep["benchmarks"]["b3"]["alloc"] if x["status"] == "regression"][0]
+    # Holm over all shards: the smallest p is multiplied by the full family size.
+    assert row["p_adj"] == pytest.approx(min(1, row["p_raw"] * n_rows), rel=1e-9) or \
+        row["p_adj"] >= row["p_raw"] * n_rows * 0.999
+    assert (tmp_path / "merged" / "report.md").exists()
+    r, r2, r3 = run_many([
+        (["merge", "merged2", "shard1", "shard3"], str(tmp_path)),
+        (["merge", "merged3", "shard1", "shard1"], str(tmp_path)),
+        # An empty shard is fine.
+        (["check", "--manifest", "benchmarks.toml", "--shard", "7/9", "--report-dir", "empty"],
+         str(tmp_path))])
+    assert r.returncode == 2 and "missing shard report(s) 2/3" in r.stderr
+    assert r2.returncode == 2 and "given twice" in r2.stderr
+    assert r3.returncode == 0, r3.stdout + r3.stderr
+
+
+def test_proposed_baselines(tmp_path):
+    project(tmp_path)
+    update(tmp_path)
+    bump(tmp_path, "alpha", 1, 1.3)
+    # The PR regenerates its baselines honestly...
+    update(tmp_path, "--baselines", "proposed")
+    r = check(tmp_path, "--proposed-baselines", "proposed", "--report-dir", "rep")
+    assert r.returncode == 1, r.stdout + r.stderr
+    md = open(tmp_path / "rep" / "report.md").read()
+    head = md.split("### Regressions")[0]
+    assert "updates baselines" in head and "alpha: baseline changed" in head
+    assert "Main.f1 @ main.ml" in head
+    # ...or tampers with them: proposed says f1 allocates much less than it does.
+    p = tmp_path / "proposed" / "alpha.json"
+    doc = json.load(open(p))
+    doc["sites"]["Main.f1 @ main.ml"]["samples"] //= 2
+    doc["totals"]["samples"] = sum(s["samples"] for s in doc["sites"].values())
+    p.write_text(json.dumps(doc))
+    r = check(tmp_path, "--proposed-baselines", "proposed")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "proposed baselines do not match the code" in r.stderr
+    no_traceback(r)
+    p.write_text("{broken")
+    r = check(tmp_path, "--proposed-baselines", "proposed", "-k", "alpha")
+    assert r.returncode == 2 and "proposed/alpha.json" in r.stderr
+
+
+def test_update_is_atomic_and_locked(tmp_path):
+    project(tmp_path, [{"name": "a", "spec": {"sites": spec_sites([1e6])}}])
+    os.makedirs(tmp_path / "baselines")
+    lock = open(tmp_path / "baselines" / ".lock", "a+")
+    fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    env = dict(os.environ, PYTHONPATH=HARNESS)
+    proc = subprocess.Popen([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
+                             "benchmarks.toml", "--no-overhead"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(2.0)
+    assert proc.poll() is None and not (tmp_path / "baselines" / "a.json").exists()
+    fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    lock.close()
+    assert proc.wait(60) == 0
+    assert sorted(os.listdir(tmp_path / "baselines")) == [".lock", "a.json"]
+    text = (tmp_path / "baselines" / "a.json").read_text()
+    assert '\n    "Main.f0 @ main.ml": {' in text and json.loads(text)["patch_id"] is None
+
+
+def test_overhead_check(tmp_path):
+    project(tmp_path, [
+        {"name": "cheap", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 5.0},
+        {"name": "slow", "spec": {"sites": spec_sites([1e5])},
+         "args": ["--slow-when-profiled", "0.3"]}], defaults={"overhead_runs": 3})
+    env_patch = {"MEMPROF_CI_PATCH_ID": "patch-abc"}
+    r = subprocess.run([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
+                        "benchmarks.toml", "-k", "cheap"], cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=HARNESS, **env_patch),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    b = json.load(open(tmp_path / "baselines" / "cheap.json"))
+    assert b["patch_id"] == "patch-abc" and b["overhead"]["runs"] == 3
+    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
+            "--report-dir", "rep")
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "rep" / "report.json"))
+    assert rep["benchmarks"]["slow"]["checks"]["overhead"]["outcome"] == "failed"
+    assert rep["benchmarks"]["cheap"]["checks"]["overhead"]["outcome"] == "passed"
+    assert rep["benchmarks"]["cheap"]["overhead"]["baseline_estimate"] is not None
+    assert rep["benchmarks"]["slow"]["overhead"]["ci_low"] > 0.1
+
+
+def test_module_and_help(tmp_path):
+    r = cli(tmp_path, "--help")
+    assert r.returncode == 0
+    for sub in ("check", "update-baselines", "compare", "merge", "list"):
+        assert sub in r.stdout
+    project(tmp_path)
+    r = cli(tmp_path, "list", "--manifest", "benchmarks.toml", "--shard", "2/2")
+    assert r.stdout.split() == ["beta"]

@@ -1,0 +1,69 @@
+"""End to end with the real patched OCaml runtime (marker: needs_runtime).
+
+Builds tests/data/e2e/alloc_base.ml with _build/runtime/bin/ocamlopt -g,
+records baselines, rebuilds from alloc_variant.ml (make_arrays allocates 30%
+more, and every line moved down by four) and checks that exactly that site
+is reported and the exit code is 1.  Without the runtime this test FAILS and
+says to run `make runtime`: a silently skipped end-to-end test proves nothing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+
+import pytest
+from conftest import HERE, REPO, run_cli
+
+OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
+DATA = os.path.join(HERE, "data", "e2e")
+
+MANIFEST = """\
+[defaults]
+rate = 1e-3
+seeds = [1, 2, 3]
+frames = 32
+timeout = 60
+
+[[benchmark]]
+name = "alloc"
+command = ["./alloc.exe"]
+"""
+
+
+def build(work, source):
+    shutil.copy(os.path.join(DATA, source), os.path.join(work, "alloc.ml"))
+    r = subprocess.run([OCAMLOPT, "-g", "-o", "alloc.exe", "alloc.ml"], cwd=work,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"ocamlopt failed: {r.stderr}"
+
+
+@pytest.mark.needs_runtime
+def test_end_to_end_detects_exactly_the_changed_site(tmp_path):
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first "
+                    f"(or deselect with -m 'not needs_runtime')")
+    work = str(tmp_path)
+    (tmp_path / "benchmarks.toml").write_text(MANIFEST)
+    build(work, "alloc_base.ml")
+    r = run_cli(["update-baselines", "--manifest", "benchmarks.toml", "--no-overhead"], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    base = json.load(open(tmp_path / "baselines" / "alloc.json"))
+    assert "Alloc.make_arrays @ alloc.ml" in base["sites"], sorted(base["sites"])
+    assert "Alloc.make_lists @ alloc.ml" in base["sites"], sorted(base["sites"])
+
+    r = run_cli(["check", "--manifest", "benchmarks.toml", "--no-overhead"], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    build(work, "alloc_variant.ml")
+    r = run_cli(["check", "--manifest", "benchmarks.toml", "--no-overhead", "-m", "alloc_sites",
+                 "--report-dir", "rep"], cwd=work)
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "rep" / "report.json"))
+    rows = rep["benchmarks"]["alloc"]["alloc"]
+    regs = [x["site"] for x in rows if x["status"] == "regression"]
+    assert regs == ["Alloc.make_arrays @ alloc.ml"], r.stdout
+    row = [x for x in rows if x["site"] == regs[0]][0]
+    assert 1.2 < row["ratio"] < 1.4
+    # The line shift created no new site.
+    assert not [x for x in rows if x["baseline_samples"] == 0 and x["current_samples"] > 50]

@@ -1,0 +1,92 @@
+"""Profile, baseline and manifest validation: clear errors, never tracebacks."""
+
+
+import pytest
+from conftest import make_profile, write_json
+
+from memprof_ci.baseline import load_baseline
+from memprof_ci.errors import ConfigError, InputError
+from memprof_ci.manifest import load_manifest, parse_shard, shard_names
+from memprof_ci.profile import load_profile
+
+
+def test_profile_rejects(tmp_path):
+    good = make_profile([([("Main.f", "main.ml", 1)], 5, 1)])
+    p = write_json(tmp_path / "ok.json", good)
+    assert load_profile(p).totals["samples"] == 5
+    cases = {
+        "version": (dict(good, version=2), "version 2 is not supported"),
+        "format": (dict(good, format="other"), "not a memprof-ci profile"),
+        "missing": ({k: v for k, v in good.items() if k != "gc"}, r"missing key\(s\) gc"),
+        "extra": (dict(good, extra=1), r"unknown key\(s\) extra"),
+        "totals": (dict(good, totals=dict(good["totals"], samples=6)), "samples !="),
+        "rate": (dict(good, config={"rate": 0, "seed": 1, "frames": 2}), "config.rate"),
+    }
+    for name, (doc, msg) in cases.items():
+        with pytest.raises(InputError, match=msg) as e:
+            load_profile(write_json(tmp_path / f"{name}.json", doc))
+        assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)
+    (tmp_path / "trunc.json").write_text('{"format": "memprof-ci/prof')
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_profile(str(tmp_path / "trunc.json"))
+
+
+def _manifest(tmp_path, text):
+    p = tmp_path / "m.toml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("text,msg", [
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\nrtae=1\n', "unknown key `rtae`"),
+    ('[[benchmark]]\nname="a"\ncommand="x"\n', "`command` must be a non-empty list"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\nrate="1e-4"\n', "`rate` must be a number"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\nseeds=[1,1]\n', "duplicate seeds"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\ngrouping="file"\n', "`grouping` must be one of"),
+    ('[defaults]\nalpah=0.1\n[[benchmark]]\nname="a"\ncommand=["x"]\n', "unknown key `alpah`"),
+    ('[[benchmark]]\nname="a/b"\ncommand=["x"]\n', "`name` must be"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\n[[benchmark]]\nname="a"\ncommand=["y"]\n',
+     "duplicate benchmark name"),
+    ('bench = 1\n', "unknown top-level key"),
+    ('[[benchmark]\n', "not valid TOML"),
+    ('[defaults]\nrate=1e-4\n', "no [[benchmark]]"),
+])
+def test_manifest_errors(tmp_path, text, msg):
+    with pytest.raises(ConfigError, match=msg.replace("[", r"\[")) as e:
+        load_manifest(_manifest(tmp_path, text))
+    assert "m.toml" in str(e.value)
+
+
+def test_manifest_defaults_and_paths(tmp_path):
+    m = load_manifest(_manifest(tmp_path, (
+        '[defaults]\nrate = 1e-3\nseeds = [4, 5]\n'
+        '[[benchmark]]\nname = "a"\ncommand = ["./bin/a.exe", "./data", "plain"]\n'
+        'cwd = "sub"\nframes = 8\ntimeout = 5\n')))
+    b = m.benchmarks[0]
+    assert b.command == [str(tmp_path / "bin/a.exe"), str(tmp_path / "data"), "plain"]
+    assert b.cwd == str(tmp_path / "sub") and b.rate == 1e-3 and b.seeds == [4, 5]
+    assert b.frames == 8 and b.alpha == 0.01 and b.min_effect == 0.05 and b.grouping == "function"
+    assert b.overhead_budget == 0.10 and b.gc_tolerance == 0.01 and b.min_share == 0.005
+
+
+def test_shards_partition():
+    names = [f"b{i}" for i in range(7)]
+    parts = [shard_names(names, k, 3) for k in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == sorted(names)
+    assert parts == [shard_names(list(reversed(names)), k, 3) for k in (1, 2, 3)]
+    for bad in ("0/2", "3/2", "x", "1/0"):
+        with pytest.raises(ConfigError):
+            parse_shard(bad)
+
+
+def test_baseline_errors(tmp_path):
+    (tmp_path / "b.json").write_text("{not json")
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_baseline(str(tmp_path / "b.json"))
+    write_json(tmp_path / "v.json", {"format": "memprof-ci/baseline", "version": 9})
+    with pytest.raises(InputError, match="version 9"):
+        load_baseline(str(tmp_path / "v.json"))
+    write_json(tmp_path / "k.json", {"format": "memprof-ci/baseline", "version": 1,
+                                     "profile_format_version": 1, "config": {}})
+    with pytest.raises(InputError, match="malformed baseline"):
+        load_baseline(str(tmp_path / "k.json"))
