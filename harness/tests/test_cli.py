@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import HARNESS, PY, make_profile, run_cli, run_many, spec_sites, write_json, write_manifest
+from harness_testlib import HARNESS, PY, make_profile, run_cli, run_many, spec_sites, write_json, write_manifest
 
 BASE_WORDS = [2e7, 1e7, 5e6, 1e5]
 

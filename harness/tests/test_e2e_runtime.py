@@ -13,7 +13,7 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import HERE, REPO, run_cli
+from harness_testlib import HERE, REPO, run_cli
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 DATA = os.path.join(HERE, "data", "e2e")

@@ -2,7 +2,7 @@
 
 
 import pytest
-from conftest import make_profile, write_json
+from harness_testlib import make_profile, write_json
 
 from memprof_ci.baseline import load_baseline
 from memprof_ci.errors import ConfigError, InputError

@@ -1,6 +1,6 @@
 """Site grouping: code-motion robustness, stdlib 'via', unknown frames."""
 
-from conftest import make_profile
+from harness_testlib import make_profile
 
 from memprof_ci.profile import parse_profile
 from memprof_ci.sites import aggregate

@@ -11,7 +11,7 @@ import os
 import time
 
 import numpy as np
-from conftest import make_profile
+from harness_testlib import make_profile
 
 from memprof_ci.compare import finalize, load_side, site_rows
 from memprof_ci.report import new_report, render_markdown, render_terminal, to_json
