@@ -2,10 +2,14 @@
 
 Runs the benchmark command with profiling off and on (at the benchmark's
 rate) under `hyperfine -N --export-json`, both through `env` so the two
-commands differ only in OCAMLMEMPROF.  Invariants: the estimate is
-median(on)/median(off) - 1 with a fixed-seed bootstrap interval (see
-stats.overhead_interval); a missing hyperfine or a failing command raises
-InfraError, never a verdict.
+commands differ only in OCAMLMEMPROF.  Machines here are shared: a
+block of "off" runs followed by a block of "on" runs would charge any
+change of load to profiling. So each of `overhead_runs` rounds is one
+hyperfine call timing one run of each, back to back, in alternating
+order, and the overhead is judged on the per-round ratios
+(stats.paired_overhead_interval). Invariants: a missing hyperfine or a
+failing command raises InfraError, never a verdict; only a lower
+interval bound above the budget is a regression.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import tempfile
 
 from .errors import InfraError
 from .runner import bench_env, memprof_env_value
-from .stats import overhead_interval
+from .stats import paired_overhead_interval
 
 
 def measure(bench, work_dir: str, hyperfine: str = "hyperfine") -> dict:
@@ -34,31 +38,44 @@ def measure(bench, work_dir: str, hyperfine: str = "hyperfine") -> dict:
         off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
         on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
             bench.rate, bench.seeds[0], bench.frames, prof), *bench.command])
-        cmd = [exe, "-N", "--style", "none", "--runs", str(bench.overhead_runs),
-               "--warmup", "1", "--export-json", js, "-n", "off", off, "-n", "on", on]
-        timeout = bench.timeout * 2 * (bench.overhead_runs + 1) + 60
-        try:
-            r = subprocess.run(cmd, cwd=bench.cwd, env=bench_env(bench),
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise InfraError(f"benchmark {bench.name!r}: overhead measurement timed out "
-                             f"after {timeout:g}s; lower overhead_runs or pass "
-                             f"--no-overhead") from None
-        if r.returncode != 0:
-            tail = (r.stderr or b"").decode("utf-8", "replace").strip().replace("\n", " | ")[-400:]
-            raise InfraError(f"benchmark {bench.name!r}: hyperfine failed (status "
-                             f"{r.returncode}): {tail}")
-        try:
-            with open(js) as fh:
-                results = {x["command"]: x for x in json.load(fh)["results"]}
-            t_off, t_on = results["off"]["times"], results["on"]["times"]
-        except (OSError, KeyError, ValueError, TypeError) as e:
-            raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
-    est, lo, hi = overhead_interval(t_on, t_off)
+        t_off, t_on = [], []
+        for rnd in range(bench.overhead_runs):
+            pair = [("off", off), ("on", on)]
+            if rnd % 2:
+                pair.reverse()
+            cmd = [exe, "-N", "--style", "none", "--runs", "1", "--export-json", js]
+            for name, command in pair:
+                cmd += ["-n", name, command]
+            times = _hyperfine(bench, cmd, js)
+            t_off.append(times["off"])
+            t_on.append(times["on"])
+    est, lo, hi, coverage = paired_overhead_interval(t_on, t_off)
     return {"estimate": est, "ci_low": lo, "ci_high": hi, "runs": len(t_on),
             "median_off_s": float(sorted(t_off)[len(t_off) // 2]),
             "median_on_s": float(sorted(t_on)[len(t_on) // 2]),
-            "method": "median ratio, 95% percentile bootstrap (seed 0)"}
+            "method": f"median of {len(t_on)} paired back-to-back ratios, "
+                      f"sign-test interval ({coverage:.1%} coverage)"}
+
+
+def _hyperfine(bench, cmd: list, js: str) -> dict:
+    """One hyperfine call; returns {name: wall seconds of its single run}."""
+    timeout = bench.timeout * 2 + 60
+    try:
+        r = subprocess.run(cmd, cwd=bench.cwd, env=bench_env(bench),
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise InfraError(f"benchmark {bench.name!r}: overhead measurement timed out "
+                         f"after {timeout:g}s; lower overhead_runs or pass "
+                         f"--no-overhead") from None
+    if r.returncode != 0:
+        tail = (r.stderr or b"").decode("utf-8", "replace").strip().replace("\n", " | ")[-400:]
+        raise InfraError(f"benchmark {bench.name!r}: hyperfine failed (status "
+                         f"{r.returncode}): {tail}")
+    try:
+        with open(js) as fh:
+            return {x["command"]: x["times"][0] for x in json.load(fh)["results"]}
+    except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
+        raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
 
 
 def judge(measured: dict, budget: float, baseline: dict | None) -> dict:

@@ -1,9 +1,13 @@
 """pytest fixtures and hooks for the harness tests (helpers: harness_testlib)."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
+
+# The package is tested from the source tree, as PYTHONPATH=harness would.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture
