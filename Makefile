@@ -81,16 +81,28 @@ update-baselines: runtime benchmarks | deps-python deps-bench
 
 # ---- Tests --------------------------------------------------------------
 
-TEST_DIRS := runtime-patch/tests harness/tests .github/scripts/tests
+TEST_DIRS := runtime-patch/tests harness/tests benchmarks/tests .github/scripts/tests
 
 test: runtime benchmarks | deps-python deps-bench deps-lint
 	$(PYTHON) -m pytest -q $(TEST_DIRS) $(TEST_ARGS)
 
 # ---- The overhead study -------------------------------------------------
 
-bench-overhead: runtime benchmarks benchmarks-ocamltracker | deps-python deps-bench deps-lint
-	PYTHONPATH=$(ROOT)/harness $(PYTHON) benchmarks/overhead_study.py \
-	  --manifest benchmarks/benchmarks.toml --out _build/overhead
+# The benchmarks built with the stock compiler: the "as fast as stock"
+# reference of the study's instruction counts.
+STOCK_BENCH_BUILD := $(ROOT)/_build/benchmarks-stock
+
+.PHONY: stock-benchmarks
+stock-benchmarks: stock-runtime
+	$(MAKE) -f benchmarks/benchmarks.mk OCAMLOPT=$(ROOT)/_build/stock/bin/ocamlopt \
+	  BENCH_BUILD=$(STOCK_BENCH_BUILD) benchmarks
+
+# OVERHEAD_ARGS='...' passes options to the script (--only, --runs, --quick...).
+bench-overhead: runtime benchmarks benchmarks-ocamltracker stock-runtime stock-benchmarks \
+  | deps-python deps-bench deps-lint
+	$(PYTHON) benchmarks/overhead_study.py \
+	  --manifest benchmarks/benchmarks.toml --out _build/overhead \
+	  --stock-dir $(STOCK_BENCH_BUILD) $(OVERHEAD_ARGS)
 
 clean:
 	rm -rf _build/benchmarks _build/alloc-report _build/overhead

@@ -1,0 +1,86 @@
+"""Injected regressions against the committed baselines: the bundled
+suite must catch a deliberate change at the right site, and only there,
+and must stay quiet when code only moves.
+
+Each variant in variants/ is a copy of a benchmark with one change. It
+is built with the patched compiler as benchmarks/<name>.ml under a
+temporary directory (so its site keys match the real benchmark's) and
+checked with `memprof-ci check` against baselines/ with the real
+manifest's settings (overhead timing off: it is not what is tested).
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import tomllib
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OCAMLOPT = ROOT / "_build" / "runtime" / "bin" / "ocamlopt"
+PY = "/usr/bin/python3"
+
+
+def toml_value(v):
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def check_variant(tmp_path, bench, variant):
+    if not OCAMLOPT.exists():
+        pytest.fail("no patched compiler: run `make runtime` first")
+    manifest = tomllib.loads((ROOT / "benchmarks" / "benchmarks.toml").read_text())
+    entry = next(b for b in manifest["benchmark"] if b["name"] == bench)
+    src_dir = tmp_path / "benchmarks"
+    src_dir.mkdir()
+    src = src_dir / f"{bench}.ml"
+    src.write_text((HERE / "variants" / variant).read_text())
+    exe = src_dir / f"{bench}.exe"
+    subprocess.run([str(OCAMLOPT), "-g", str(src), "-o", str(exe)], cwd=src_dir,
+                   check=True, capture_output=True)
+    lines = ["[defaults]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in manifest.get("defaults", {}).items()]
+    lines += ["", "[[benchmark]]"]
+    for k, v in entry.items():
+        if k == "command":
+            v = [str(exe)] + v[1:]
+        if k != "cwd":
+            lines.append(f"{k} = {toml_value(v)}")
+    (src_dir / "variant.toml").write_text("\n".join(lines) + "\n")
+    report = tmp_path / "report"
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "harness"))
+    res = subprocess.run([PY, "-m", "memprof_ci", "check", "--manifest",
+                          str(src_dir / "variant.toml"), "--baselines", str(ROOT / "baselines"),
+                          "--no-overhead", "--report-dir", str(report)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    rep = json.loads((report / "report.json").read_text())
+    flagged = {(row["check"], row["site"])
+               for row in rep["benchmarks"][bench]["alloc"] + rep["benchmarks"][bench]["live"]
+               if row["status"] == "regression"}
+    return res, flagged
+
+
+def test_more_allocation_at_one_function_is_caught_there(tmp_path):
+    res, flagged = check_variant(tmp_path, "lists", "lists_more.ml")
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    assert flagged == {("alloc", "Lists.build_tree @ benchmarks/lists.ml")}
+    assert "Lists.build_tree" in res.stdout
+
+
+def test_retention_is_caught_at_the_retaining_site(tmp_path):
+    res, flagged = check_variant(tmp_path, "leak", "leak_retains.ml")
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    sites = {site for _, site in flagged}
+    assert sites == {"Leak.transient_work @ benchmarks/leak.ml"}, flagged
+    assert ("live", "Leak.transient_work @ benchmarks/leak.ml") in flagged
+
+
+def test_moving_code_is_not_a_regression(tmp_path):
+    res, flagged = check_variant(tmp_path, "lists", "lists_moved.ml")
+    assert flagged == set()
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
