@@ -83,8 +83,16 @@ update-baselines: runtime benchmarks | deps-python deps-bench
 
 TEST_DIRS := runtime-patch/tests harness/tests benchmarks/tests .github/scripts/tests
 
-test: runtime benchmarks | deps-python deps-bench deps-lint
-	$(PYTHON) -m pytest -q $(TEST_DIRS) $(TEST_ARGS)
+LINTERS_STAMP := _build/ci-linters/node_modules/.installed
+
+# The npm workflow linters, pinned in the script; the workflow tests require
+# them when MEMPROF_CI_REQUIRE_LINTERS=1, as here.
+$(LINTERS_STAMP): .github/scripts/install-linters.sh | deps-build
+	.github/scripts/install-linters.sh _build/ci-linters >/dev/null
+	touch $@
+
+test: runtime benchmarks $(LINTERS_STAMP) | deps-python deps-bench deps-lint
+	MEMPROF_CI_REQUIRE_LINTERS=1 $(PYTHON) -m pytest -q $(TEST_DIRS) $(TEST_ARGS)
 
 # ---- The overhead study -------------------------------------------------
 
