@@ -2,8 +2,8 @@
 suite must catch a deliberate change at the right site, and only there,
 and must stay quiet when code only moves.
 
-Each variant in variants/ is a copy of a benchmark with one change. It
-is built with the patched compiler as benchmarks/<name>.ml under a
+Each variant in variants/ is a patch to one benchmark (applied to a
+copy, so it follows the benchmark as it evolves). It is built with the patched compiler as benchmarks/<name>.ml under a
 temporary directory (so its site keys match the real benchmark's) and
 checked with `memprof-ci check` against baselines/ with the real
 manifest's settings (overhead timing off: it is not what is tested).
@@ -39,7 +39,9 @@ def check_variant(tmp_path, bench, variant):
     src_dir = tmp_path / "benchmarks"
     src_dir.mkdir()
     src = src_dir / f"{bench}.ml"
-    src.write_text((HERE / "variants" / variant).read_text())
+    src.write_text((ROOT / "benchmarks" / f"{bench}.ml").read_text())
+    subprocess.run(["patch", "--quiet", str(src), str(HERE / "variants" / variant)],
+                   check=True, capture_output=True)
     exe = src_dir / f"{bench}.exe"
     subprocess.run([str(OCAMLOPT), "-g", str(src), "-o", str(exe)], cwd=src_dir,
                    check=True, capture_output=True)
@@ -66,14 +68,14 @@ def check_variant(tmp_path, bench, variant):
 
 
 def test_more_allocation_at_one_function_is_caught_there(tmp_path):
-    res, flagged = check_variant(tmp_path, "lists", "lists_more.ml")
+    res, flagged = check_variant(tmp_path, "lists", "lists_more.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     assert flagged == {("alloc", "Lists.build_tree @ benchmarks/lists.ml")}
     assert "Lists.build_tree" in res.stdout
 
 
 def test_retention_is_caught_at_the_retaining_site(tmp_path):
-    res, flagged = check_variant(tmp_path, "leak", "leak_retains.ml")
+    res, flagged = check_variant(tmp_path, "leak", "leak_retains.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     sites = {site for _, site in flagged}
     assert sites == {"Leak.transient_work @ benchmarks/leak.ml"}, flagged
@@ -81,6 +83,6 @@ def test_retention_is_caught_at_the_retaining_site(tmp_path):
 
 
 def test_moving_code_is_not_a_regression(tmp_path):
-    res, flagged = check_variant(tmp_path, "lists", "lists_moved.ml")
+    res, flagged = check_variant(tmp_path, "lists", "lists_moved.patch")
     assert flagged == set()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
