@@ -398,7 +398,18 @@ def run_callgrind(benches: list[dict], stock_dir: str, scale: float, cost_scale:
     tracker at 1e-2 at `cost_scale` (per-sample costs do not depend on size)."""
     todo = []
     for b in benches:
-        exes = variant_exes(b, stock_dir)
+        # Run every variant from a path of the same length: Sys.argv is
+        # allocated on the heap, and a few words more shift GC pacing
+        # enough to change instruction counts by several percent
+        # (major_arrays: 298 vs 268 major collections for the same binary
+        # run from paths of different lengths).
+        exes = {}
+        for kind, path in variant_exes(b, stock_dir).items():
+            dst = os.path.join(tmp, "exe", kind[0], os.path.basename(path))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            if os.path.exists(path):
+                shutil.copy2(path, dst)
+            exes[kind] = dst
         conc = b["name"] in CONCURRENT
         reps = repeats if conc else 1
         configs = [("off", "patched", None, scale), ("c_1e-4", "patched", CALLGRIND_RATE, scale),
