@@ -543,42 +543,26 @@ def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list
                      "verdict": verdict(imx, TARGET_MAX_1E4), "n": len(ins)})
     ratios = {n: r["analysis"]["cost_per_sample"]["ratio_c_over_ocaml"] for n, r in ok.items()
               if r["analysis"].get("cost_per_sample", {}).get("ratio_c_over_ocaml") is not None}
-    cmed = statistics.median(ratios.values()) if ratios else None
-    if ratios:
-        w = max(ratios, key=ratios.get)
-        shown = f"{cmed:.3f} (max {ratios[w]:.3f}, {w})"
-    else:
-        shown = "n/a"
+    cmed, cmax, shown = median_and_worst(ratios, "{:.3f}")
     rows.append({"id": "cost_ratio_1e-2", "metric":
                  "per-sample cost C / OCaml tracker at 1e-2, median over benchmarks",
-                 "value": cmed, "max": max(ratios.values()) if ratios else None,
+                 "value": cmed, "max": cmax,
                  "shown": shown, "target": f"≤ {TARGET_COST_RATIO}",
                  "verdict": verdict(cmed, TARGET_COST_RATIO, le=True), "n": len(ratios)})
     if callgrind:
         ic = {n: e["cost_per_sample"]["ratio_c_over_ocaml"] for n, e in callgrind.items()
               if (e.get("cost_per_sample") or {}).get("ratio_c_over_ocaml") is not None}
         if any("cost_per_sample" in e for e in callgrind.values()):
-            imed = statistics.median(ic.values()) if ic else None
-            if ic:
-                w = max(ic, key=ic.get)
-                shown = f"{imed:.3f} (max {ic[w]:.3f}, {w})"
-            else:
-                shown = "n/a"
+            imed, icmax, shown = median_and_worst(ic, "{:.3f}")
             rows.append({"id": "instr_cost_ratio_1e-2", "metric":
                          "per-sample instruction cost C / OCaml tracker at 1e-2 (callgrind), "
                          "median over benchmarks", "value": imed,
-                         "max": max(ic.values()) if ic else None, "shown": shown,
+                         "max": icmax, "shown": shown,
                          "target": f"≤ {TARGET_COST_RATIO}",
                          "verdict": verdict(imed, TARGET_COST_RATIO, le=True), "n": len(ic)})
         st = {n: e["ratio_patched_over_stock"] for n, e in callgrind.items()
               if e["ratio_patched_over_stock"] is not None}
-        smed = statistics.median(st.values()) if st else None
-        smax = max(st.values()) if st else None
-        if st:
-            w = max(st, key=st.get)
-            shown = f"{smed:.4f} (max {smax:.4f}, {w})"
-        else:
-            shown = "n/a"
+        smed, smax, shown = median_and_worst(st, "{:.4f}")
         rows.append({"id": "stock_ratio", "metric":
                      "patched runtime, OCAMLMEMPROF unset / stock: instructions, "
                      "median over benchmarks (verdict on the max)",
@@ -586,6 +570,16 @@ def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list
                      "target": f"max ≤ {TARGET_STOCK_RATIO} (threshold chosen by this study)",
                      "verdict": verdict(smax, TARGET_STOCK_RATIO, le=True), "n": len(st)})
     return rows
+
+
+def median_and_worst(values: dict, fmt: str) -> tuple:
+    """Median and max of per-benchmark values, with a "median (max M, name)"
+    label; (None, None, "n/a") when there are none."""
+    if not values:
+        return None, None, "n/a"
+    worst = max(values, key=values.get)
+    med = statistics.median(values.values())
+    return med, values[worst], f"{fmt.format(med)} (max {fmt.format(values[worst])}, {worst})"
 
 
 # ---- Report ---------------------------------------------------------------------
