@@ -113,4 +113,4 @@ bench-overhead: runtime benchmarks benchmarks-ocamltracker stock-runtime stock-b
 	  --stock-dir $(STOCK_BENCH_BUILD) $(OVERHEAD_ARGS)
 
 clean:
-	rm -rf _build/benchmarks _build/alloc-report _build/overhead
+	rm -rf _build/benchmarks _build/benchmarks-stock _build/alloc-report _build/overhead
