@@ -104,6 +104,7 @@ static void parse(char *spec)
 {
   bool seen_seed = false, seen_rate = false, seen_frames = false,
        seen_out = false;
+  const char *frames_val = NULL;
   char *save = NULL;
   for (char *item = strtok_r(spec, ",", &save); item != NULL;
        item = strtok_r(NULL, ",", &save)) {
@@ -120,7 +121,7 @@ static void parse(char *spec)
     } else if (strcmp(key, "rate") == 0) {
       seen = &seen_rate; env.rate = parse_rate(val); env.tracking = true;
     } else if (strcmp(key, "frames") == 0) {
-      seen = &seen_frames; env.frames = parse_frames(val);
+      seen = &seen_frames; env.frames = parse_frames(val); frames_val = val;
     } else if (strcmp(key, "out") == 0) {
       seen = &seen_out; env.out = parse_out(val);
     } else {
@@ -132,7 +133,7 @@ static void parse(char *spec)
   }
   if (!seen_rate && (seen_frames || seen_out)) {
     usage_error(seen_out ? "out" : "frames",
-                seen_out ? env.out : "",
+                seen_out ? env.out : frames_val,
                 "has no effect without rate=, which starts the tracker");
   }
 }

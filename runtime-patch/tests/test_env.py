@@ -34,8 +34,8 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("colour=red", "unknown key"),
     ("seed", "key=value"),
     ("seed=1,seed=2", "twice"),
-    ("frames=4", "without rate"),
-    ("out=x.json", "without rate"),
+    ("frames=4", "'4' for key 'frames': has no effect without rate"),
+    ("out=x.json", "'x.json' for key 'out': has no effect without rate"),
 ])
 def test_malformed_spec(build, spec, what):
     res = run(build("hello"), memprof=spec, check=False)
