@@ -7,10 +7,11 @@
  *    code runs and nothing is allocated on the OCaml heap per sample.
  *    New domains and threads inherit the profile.
  * 2. Sites: one record per distinct raw callstack prefix (at most
- *    `frames` slots), found through an open-addressing hash table
- *    under one mutex. Records are malloc'd and never freed or moved,
- *    so the Val_ptr(site) that memprof keeps for each sampled block
- *    stays valid until exit.
+ *    `frames` slots), found through an open-addressing hash table that
+ *    readers probe without a lock; only inserting a new stack takes
+ *    the mutex. Records are malloc'd and never freed or moved, so the
+ *    Val_ptr(site) that memprof keeps for each sampled block stays
+ *    valid until exit.
  * 3. Counters are relaxed atomics: `alloc` runs on any domain, and
  *    `promote`/`dealloc` run inside collections, on every domain in
  *    parallel. Counts are exact sums; nothing is scaled.
@@ -70,15 +71,27 @@ static const char *const counter_names[N_COUNTERS] = {
 };
 
 struct site {
-  atomic_uintnat count[N_COUNTERS];
+  atomic_uintnat count[N_COUNTERS];  /* C_SAMPLES is derived at exit */
   uint64_t hash;
   size_t nslots;
   backtrace_slot slots[];
 };
 
+/* Open addressing over a power-of-2 capacity, at most half full.
+ * Readers probe without the lock: a slot, once filled (release), never
+ * changes, and a grown table is published (release) only once it holds
+ * every site. A table replaced by a larger one stays allocated, since
+ * a reader may still be probing it; a miss there only sends that
+ * reader to the locked path. */
+struct site_table {
+  struct site_table *retired;        /* the smaller table it replaced */
+  size_t capacity;
+  _Atomic(struct site *) slot[];
+};
+
 static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
-static struct site **sites = NULL;   /* open addressing, power of 2 */
-static size_t sites_capacity = 0, sites_count = 0;
+static _Atomic(struct site_table *) sites = NULL;
+static size_t sites_count = 0;       /* under sites_lock */
 
 static uint64_t hash_slots(const backtrace_slot *slots, size_t n)
 {
@@ -91,22 +104,40 @@ static uint64_t hash_slots(const backtrace_slot *slots, size_t n)
   return h;
 }
 
-static bool sites_grow(void)
+/* The site for this stack in `t`, or NULL; `*hole` receives the index
+ * of the empty slot that ended the probe. */
+static struct site *sites_probe(struct site_table *t, uint64_t h,
+                                const backtrace_slot *slots, size_t n,
+                                size_t *hole)
 {
-  size_t cap = sites_capacity ? 2 * sites_capacity : 1024;
-  struct site **t = calloc(cap, sizeof *t);
-  if (t == NULL) return false;
-  for (size_t i = 0; i < sites_capacity; i++) {
-    struct site *s = sites[i];
+  size_t mask = t->capacity - 1;
+  for (size_t j = h & mask;; j = (j + 1) & mask) {
+    struct site *s = atomic_load_explicit(&t->slot[j], memory_order_acquire);
+    if (s == NULL) { *hole = j; return NULL; }
+    if (s->hash == h && s->nslots == n
+        && memcmp(s->slots, slots, n * sizeof *slots) == 0) {
+      return s;
+    }
+  }
+}
+
+/* A table twice as large (1024 slots at first) holding every site of
+ * `old`; NULL if out of memory. */
+static struct site_table *sites_grown(struct site_table *old)
+{
+  size_t cap = old ? 2 * old->capacity : 1024;
+  struct site_table *t = calloc(1, sizeof *t + cap * sizeof t->slot[0]);
+  if (t == NULL) return NULL;
+  t->retired = old;
+  t->capacity = cap;
+  for (size_t i = 0; old != NULL && i < old->capacity; i++) {
+    struct site *s = atomic_load_relaxed(&old->slot[i]);
     if (s == NULL) continue;
     size_t j = s->hash & (cap - 1);
-    while (t[j] != NULL) j = (j + 1) & (cap - 1);
-    t[j] = s;
+    while (atomic_load_relaxed(&t->slot[j]) != NULL) j = (j + 1) & (cap - 1);
+    atomic_store_relaxed(&t->slot[j], s);
   }
-  free(sites);
-  sites = t;
-  sites_capacity = cap;
-  return true;
+  return t;
 }
 
 /* The record for this callstack, created if new; NULL if out of
@@ -114,25 +145,28 @@ static bool sites_grow(void)
 static struct site *site_of(const backtrace_slot *slots, size_t n)
 {
   uint64_t h = hash_slots(slots, n);
-  struct site *found = NULL;
+  size_t hole;
+  struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
+  struct site *found = t ? sites_probe(t, h, slots, n, &hole) : NULL;
+  if (found != NULL) return found;
+
   caml_plat_lock_blocking(&sites_lock);
-  if (2 * (sites_count + 1) > sites_capacity && !sites_grow()) goto out;
-  size_t j = h & (sites_capacity - 1);
-  for (; sites[j] != NULL; j = (j + 1) & (sites_capacity - 1)) {
-    struct site *s = sites[j];
-    if (s->hash == h && s->nslots == n
-        && memcmp(s->slots, slots, n * sizeof *slots) == 0) {
-      found = s;
-      goto out;
-    }
+  t = atomic_load_relaxed(&sites);
+  if (t == NULL || 2 * (sites_count + 1) > t->capacity) {
+    struct site_table *g = sites_grown(t);
+    if (g == NULL) goto out;
+    atomic_store_explicit(&sites, g, memory_order_release);
+    t = g;
   }
+  found = sites_probe(t, h, slots, n, &hole);  /* inserted meanwhile? */
+  if (found != NULL) goto out;
   found = malloc(sizeof *found + n * sizeof *slots);
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTERS; c++) atomic_store_relaxed(&found->count[c], 0);
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
-  sites[j] = found;
+  atomic_store_explicit(&t->slot[hole], found, memory_order_release);
   sites_count++;
  out:
   caml_plat_unlock(&sites_lock);
@@ -154,7 +188,6 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   struct site *s = site_of(callstack, frames);
   if (s == NULL) return Val_unit;
   bump(s, C_BLOCKS, 1);
-  bump(s, C_SAMPLES, samples);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
     bump(s, C_WORDS, wosize);            /* out-of-heap words, no header */
     bump(s, C_CUSTOM, samples);
@@ -246,6 +279,26 @@ static void buf_printf(struct buf *b, const char *fmt, ...)
   buf_add(b, tmp, n);
 }
 
+/* Decimal digits without vsnprintf: a profile has ten counters per
+ * stack and tens of thousands of stacks at high rates. */
+static void buf_uint(struct buf *b, uintnat v)
+{
+  char tmp[24];
+  char *p = tmp + sizeof tmp;
+  do { *--p = (char)('0' + v % 10); v /= 10; } while (v != 0);
+  buf_add(b, p, tmp + sizeof tmp - p);
+}
+
+/* `,"key":value` (no comma before the first field of an object). */
+static void buf_field(struct buf *b, bool first, const char *key, uintnat v)
+{
+  if (!first) buf_lit(b, ",");
+  buf_lit(b, "\"");
+  buf_add(b, key, strlen(key));
+  buf_lit(b, "\":");
+  buf_uint(b, v);
+}
+
 static void buf_json_string(struct buf *b, const char *s)
 {
   if (s == NULL) { buf_lit(b, "null"); return; }
@@ -331,12 +384,11 @@ static int by_frames(const void *a, const void *b)
 static void add_counts(struct buf *b, const uintnat *count)
 {
   for (int c = 0; c < N_COUNTERS; c++) {
-    buf_printf(b, "%s\"%s\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               c ? "," : "", counter_names[c], count[c]);
+    buf_field(b, c == 0, counter_names[c], count[c]);
   }
-  buf_printf(b, ",\"live_samples\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-             count[C_SAMPLES] >= count[C_COLLECTED]
-             ? count[C_SAMPLES] - count[C_COLLECTED] : 0);
+  buf_field(b, false, "live_samples",
+            count[C_SAMPLES] >= count[C_COLLECTED]
+            ? count[C_SAMPLES] - count[C_COLLECTED] : 0);
 }
 
 struct gc_totals {
@@ -368,14 +420,17 @@ static char *render(const struct gc_totals *g)
 
   /* Snapshot the table: a still-running domain may insert meanwhile. */
   caml_plat_lock_blocking(&sites_lock);
+  struct site_table *t = atomic_load_relaxed(&sites);
   size_t n = 0;
   struct resolved *rs = calloc(sites_count ? sites_count : 1, sizeof *rs);
-  for (size_t i = 0; rs != NULL && i < sites_capacity; i++) {
-    struct site *s = sites[i];
+  for (size_t i = 0; rs != NULL && t != NULL && i < t->capacity; i++) {
+    struct site *s = atomic_load_relaxed(&t->slot[i]);
     if (s == NULL) continue;
     for (int c = 0; c < N_COUNTERS; c++) {
       rs[n].count[c] = atomic_load_relaxed(&s->count[c]);
     }
+    rs[n].count[C_SAMPLES] =
+      rs[n].count[C_MINOR] + rs[n].count[C_MAJOR] + rs[n].count[C_CUSTOM];
     rs[n].frames = (char *)s;    /* resolved below, outside the lock */
     n++;
   }
@@ -432,18 +487,14 @@ static char *render(const struct gc_totals *g)
     if (env->seeded) buf_printf(&b, "%llu", (unsigned long long)env->seed);
     else buf_lit(&b, "null");
     buf_printf(&b, ",\"frames\":%ld},\n", (long)env->frames);
-    buf_printf(&b, "\"gc\":{\"minor_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               g->minor_words);
-    buf_printf(&b, ",\"promoted_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               g->promoted_words);
-    buf_printf(&b, ",\"major_words\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               g->major_words);
-    buf_printf(&b, ",\"minor_collections\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               g->minor_collections);
-    buf_printf(&b, ",\"major_collections\":%" ARCH_INTNAT_PRINTF_FORMAT "u",
-               g->major_collections);
-    buf_printf(&b, ",\"compactions\":%" ARCH_INTNAT_PRINTF_FORMAT "u},\n",
-               g->compactions);
+    buf_lit(&b, "\"gc\":{");
+    buf_field(&b, true, "minor_words", g->minor_words);
+    buf_field(&b, false, "promoted_words", g->promoted_words);
+    buf_field(&b, false, "major_words", g->major_words);
+    buf_field(&b, false, "minor_collections", g->minor_collections);
+    buf_field(&b, false, "major_collections", g->major_collections);
+    buf_field(&b, false, "compactions", g->compactions);
+    buf_lit(&b, "},\n");
     buf_lit(&b, "\"totals\":{");
     add_counts(&b, total);
     buf_lit(&b, "},\n\"stacks\":[");
@@ -511,11 +562,14 @@ int caml_memprof_tracker_finish(int retcode)
   caml_memprof_stop_c(profile);
   struct gc_totals g = read_gc_totals();
 
-  /* Reachability at exit, not GC timing, decides "live": three cycles
-   * are needed for a block unreachable now to be collected (see
-   * gc_full_major_res in gc_ctrl.c). */
+  /* Reachability at exit, not GC timing, decides "live". memprof
+   * judges major blocks when a cycle ends (caml_memprof_after_major_gc,
+   * before the colours flip), so two cycle ends suffice: the one in
+   * progress, which may still have marked a block that died since, and
+   * one whose marking starts after now and finds exactly the reachable
+   * blocks. gc_full_major_res runs a third cycle only to sweep. */
   caml_minor_collection();
-  for (int i = 0; i < 3; i++) caml_finish_major_cycle(0);
+  for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
 
   const char *tmpl = caml_memprof_env()->out;
   char *path = expand_out(tmpl);

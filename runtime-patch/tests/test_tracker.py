@@ -207,3 +207,53 @@ def test_gc_memprof_refuses_to_stop_env_profile(build, tmp_path):
               check=False)
     assert res.returncode == 2
     assert "already started" in res.stderr
+
+
+def make_cell_stacks(stacks):
+    """Stacks of Fast_path.make_cell as "function:line" frames, cut after
+    Fast_path.fibers (the two runs call it from different lines) and
+    without frames that have no debug information (the profile keeps
+    them, Printexc drops them)."""
+    out = set()
+    for frames in stacks:
+        if not frames or not frames[0].startswith("Fast_path.make_cell:"):
+            continue
+        cut = [f for f in frames if f != "?"]
+        fibers = [i for i, f in enumerate(cut) if f.startswith("Fast_path.fibers:")]
+        out.add(" | ".join(cut[:fibers[0] + 1] if fibers else cut))
+    return out
+
+
+def test_fast_walk_matches_stock_walker_across_fibers(build, tmp_path):
+    # The C tracker walks stacks with its own inlined loop (design 8.4);
+    # the program's own Gc.Memprof sampling uses the stock walker. Each
+    # distinct stack of make_cell occurs hundreds of times at 1e-2, so
+    # both runs see all of them.
+    exe = build("fast_path", threads=True)
+    prof, _, _ = profile(exe, "fibers", rate=1e-2, tmp=tmp_path)
+    check_valid(prof)
+    ours = make_cell_stacks(
+        [f"{f['function']}:{f['line']}" if f["function"] else "?" for f in st["frames"]]
+        for st in prof["stacks"])
+    stock = make_cell_stacks(
+        line.split(" | ") for line in run(exe, "fibers", "ocaml").stdout.splitlines())
+    # make_cells runs on the handler's fiber; `fibers` is on the parent
+    # stack (run_in_fiber tail-calls match_with, so it has no frame).
+    assert any("Fast_path.make_cells" in s and "Fast_path.fibers" in s
+               for s in ours), ours
+    assert ours == stock
+
+
+@pytest.mark.parametrize("mode, expected", [("signals", "handled=50"),
+                                            ("finalisers", "finalised=1000")])
+def test_actions_still_run_when_samples_skip_the_poll(build, tmp_path, mode, expected):
+    # At these rates nearly every allocation is a sample that bypasses the
+    # poll of delayable actions; signals must still be handled at once and
+    # finalisers must still run.
+    exe = build("fast_path", threads=True)
+    rate = 1 if mode == "signals" else 0.1
+    _, _, res = profile(exe, mode, rate=rate, tmp=tmp_path)
+    out = res.stdout.split()
+    assert out[0] == expected, res.stdout
+    if mode == "signals":
+        assert int(out[1].split("=")[1]) <= 10, res.stdout
