@@ -10,8 +10,8 @@ Purpose
        OCAMLMEMPROF_OCAML_RATE=R) against that binary with the variable
        unset, for each rate (default 1e-5, 1e-4, 1e-3, 1e-2); plus the cost
        per sample at 1e-2 of both trackers and their ratio;
-    2. instruction counts (valgrind --tool=callgrind, "Collected : N") at a
-       reduced size: C tracker at 1e-4 against off, and the stock-built
+    2. instruction counts (valgrind --tool=callgrind, "Collected : N") at the
+       suite's size (--callgrind-scale): C tracker at 1e-4 against off, and the stock-built
        binary against the patched-built binary with OCAMLMEMPROF unset; plus
        the per-sample cost at 1e-2 of both trackers in instructions (a
        deterministic cross-check of the noisy wall-time one);
@@ -528,7 +528,7 @@ def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list
                if e["ratio_c_over_off"] is not None}
         imed = statistics.median(ins.values()) if ins else None
         rows.append({"id": "instr_median_1e-4", "metric":
-                     "C tracker instruction overhead at 1e-4 (callgrind, reduced size), "
+                     "C tracker instruction overhead at 1e-4 (callgrind), "
                      "median over benchmarks", "value": imed, "shown": pct(imed, 2),
                      "target": f"< {TARGET_MEDIAN_1E4:.0%}",
                      "verdict": verdict(imed, TARGET_MEDIAN_1E4), "n": len(ins)})
@@ -850,11 +850,13 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=None, help="timed rounds per variant (default 5)")
     p.add_argument("--warmup", type=int, default=None, help="warmup runs per variant (default 1)")
     p.add_argument("--no-callgrind", action="store_true", help="skip the instruction counts")
-    p.add_argument("--callgrind-scale", type=float, default=0.1,
-                   help="factor applied to the size argument under valgrind (default 0.1)")
-    p.add_argument("--callgrind-cost-scale", type=float, default=0.05,
+    p.add_argument("--callgrind-scale", type=float, default=1.0,
+                   help="factor applied to the size argument under valgrind (default 1: "
+                        "the suite's own size, so that fixed costs at exit weigh as they "
+                        "do in the check)")
+    p.add_argument("--callgrind-cost-scale", type=float, default=0.25,
                    help="size factor of the per-sample instruction-cost runs at 1e-2 "
-                        "(default 0.05)")
+                        "(default 0.25)")
     p.add_argument("--no-callgrind-cost", action="store_true",
                    help="skip the per-sample instruction cost (C vs OCaml tracker at 1e-2)")
     p.add_argument("--callgrind-repeats", type=int, default=3,
@@ -865,7 +867,7 @@ def parse_args(argv=None):
                    help="stock-built benchmarks (make stock-benchmarks)")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: rates {','.join(map(rate_key, QUICK_RATES))}, 3 runs, "
-                        f"no warmup, callgrind scales 0.05 and 0.025 (each unless given "
+                        f"no warmup, callgrind scales 0.1 and 0.05 (each unless given "
                         f"explicitly)")
     a = p.parse_args(argv)
     # Benchmarks run in their own cwd: every path handed to them must be absolute.
@@ -883,10 +885,10 @@ def parse_args(argv=None):
         a.runs = 3 if a.quick else 5
     if a.warmup is None:
         a.warmup = 0 if a.quick else 1
-    if a.quick and a.callgrind_scale == 0.1:
-        a.callgrind_scale = 0.05
-    if a.quick and a.callgrind_cost_scale == 0.05:
-        a.callgrind_cost_scale = 0.025
+    if a.quick and a.callgrind_scale == 1.0:
+        a.callgrind_scale = 0.1
+    if a.quick and a.callgrind_cost_scale == 0.25:
+        a.callgrind_cost_scale = 0.05
     if a.runs < 1 or a.warmup < 0 or a.jobs < 1 or a.callgrind_repeats < 1:
         p.error("--runs, --jobs and --callgrind-repeats must be >= 1, --warmup >= 0")
     return a

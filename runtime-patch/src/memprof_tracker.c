@@ -63,11 +63,12 @@ enum {
   N_COUNTERS
 };
 
-/* Output names, in schema order; live_samples is derived. */
-static const char *const counter_names[N_COUNTERS] = {
-  "blocks", "samples", "words",
-  "minor_samples", "major_samples", "marshal_samples", "custom_samples",
-  "promoted_samples", "collected_samples",
+/* `"key":` of each count, in schema order; live_samples (derived) last. */
+static const char *const count_keys[N_COUNTERS + 1] = {
+  "\"blocks\":", "\"samples\":", "\"words\":",
+  "\"minor_samples\":", "\"major_samples\":", "\"marshal_samples\":",
+  "\"custom_samples\":", "\"promoted_samples\":",
+  "\"collected_samples\":", "\"live_samples\":",
 };
 
 struct site {
@@ -245,24 +246,55 @@ void caml_memprof_tracker_start(void)
 
 /**** Output ****/
 
-/* A growable string, for JSON fragments. `ok` turns false on the
- * first allocation failure and stays false. */
-struct buf { char *s; size_t len, cap; bool ok; };
+/* A growable string; or, with `sink` set, a fixed window onto a file,
+ * flushed whenever full, so that a large profile is streamed rather
+ * than built whole. `err` is 0, or the errno of the first failure
+ * (allocation or write), after which nothing more is added. */
+struct buf { char *s; size_t len, cap; int err; FILE *sink; };
 
-static void buf_add(struct buf *b, const char *s, size_t n)
+#define BUF_INIT { NULL, 0, 0, 0, NULL }
+#define OUT_WINDOW ((size_t)1 << 20)
+
+static void buf_flush(struct buf *b)
 {
-  if (!b->ok) return;
-  if (b->len + n + 1 > b->cap) {
+  if (b->err == 0 && b->len > 0 && fwrite(b->s, 1, b->len, b->sink) != b->len) {
+    b->err = errno ? errno : EIO;
+  }
+  b->len = 0;
+}
+
+static void buf_add_slow(struct buf *b, const char *s, size_t n)
+{
+  if (b->err) return;
+  if (b->sink != NULL) {
+    buf_flush(b);
+    if (n + 1 > b->cap) {               /* larger than the window */
+      if (fwrite(s, 1, n, b->sink) != n) b->err = errno ? errno : EIO;
+      return;
+    }
+  } else {
     size_t cap = b->cap ? b->cap : 256;
     while (b->len + n + 1 > cap) cap *= 2;
     char *p = realloc(b->s, cap);
-    if (p == NULL) { b->ok = false; return; }
+    if (p == NULL) { b->err = ENOMEM; return; }
     b->s = p;
     b->cap = cap;
   }
   memcpy(b->s + b->len, s, n);
   b->len += n;
   b->s[b->len] = '\0';
+}
+
+/* Inline: a large profile is millions of short pieces. */
+Caml_inline void buf_add(struct buf *b, const char *s, size_t n)
+{
+  if (b->len + n + 1 <= b->cap && b->err == 0) {
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+  } else {
+    buf_add_slow(b, s, n);
+  }
 }
 
 /* Append a string literal; its length is known at compile time. */
@@ -275,7 +307,7 @@ static void buf_printf(struct buf *b, const char *fmt, ...)
   va_start(ap, fmt);
   int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
   va_end(ap);
-  if (n < 0 || (size_t)n >= sizeof tmp) { b->ok = false; return; }
+  if (n < 0 || (size_t)n >= sizeof tmp) { if (!b->err) b->err = EINVAL; return; }
   buf_add(b, tmp, n);
 }
 
@@ -316,79 +348,211 @@ static void buf_json_string(struct buf *b, const char *s)
   buf_lit(b, "\"");
 }
 
-/* The frames of one raw slot, as JSON objects separated by commas
- * (several when calls were inlined). Cached per distinct slot. */
+/* Frame objects. Each distinct JSON frame object is rendered and stored
+ * once ("interned") and known by its id; a raw slot resolves to one or
+ * more ids (several when calls were inlined), cached per slot. Stacks
+ * are then sequences of ids: sorting and merging compare integers, and
+ * the output copies each object's stored text. */
 
-struct slot_frames { backtrace_slot slot; char *json; };
-static struct slot_frames *slot_cache = NULL;
-static size_t slot_cache_cap = 0;
+struct frame_obj { char *json; size_t len; uint32_t rank; };
+static struct frame_obj *objs = NULL;
+static size_t objs_count = 0, objs_cap = 0;
+static uint32_t *obj_index = NULL;       /* id + 1, open addressing */
+static size_t obj_index_cap = 0;
+
+static uint64_t hash_text(const char *s, size_t n)
+{
+  uint64_t h = 0xCBF29CE484222325ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
+  return h;
+}
+
+static void obj_index_insert(uint32_t id)
+{
+  size_t mask = obj_index_cap - 1;
+  size_t j = hash_text(objs[id].json, objs[id].len) & mask;
+  while (obj_index[j] != 0) j = (j + 1) & mask;
+  obj_index[j] = id + 1;
+}
+
+/* The id of this frame object, stored (taking ownership of `json`) if
+ * new; -1 if out of memory. */
+static int64_t intern(char *json, size_t len)
+{
+  if (2 * (objs_count + 1) > obj_index_cap) {
+    size_t cap = obj_index_cap ? 2 * obj_index_cap : 4096;
+    uint32_t *t = calloc(cap, sizeof *t);
+    if (t == NULL) { free(json); return -1; }
+    free(obj_index);
+    obj_index = t;
+    obj_index_cap = cap;
+    for (size_t i = 0; i < objs_count; i++) obj_index_insert((uint32_t)i);
+  }
+  size_t mask = obj_index_cap - 1;
+  for (size_t j = hash_text(json, len) & mask; obj_index[j] != 0;
+       j = (j + 1) & mask) {
+    struct frame_obj *o = &objs[obj_index[j] - 1];
+    if (o->len == len && memcmp(o->json, json, len) == 0) {
+      free(json);
+      return obj_index[j] - 1;
+    }
+  }
+  if (objs_count == objs_cap) {
+    size_t cap = objs_cap ? 2 * objs_cap : 1024;
+    struct frame_obj *t = realloc(objs, cap * sizeof *t);
+    if (t == NULL) { free(json); return -1; }
+    objs = t;
+    objs_cap = cap;
+  }
+  uint32_t id = (uint32_t)objs_count++;
+  objs[id].json = json;
+  objs[id].len = len;
+  obj_index_insert(id);
+  return id;
+}
 
 static const char unknown_frame[] =
   "{\"file\":null,\"line\":null,\"col_start\":null,\"col_end\":null,"
   "\"function\":null,\"inlined\":false}";
 
-static char *resolve_slot_uncached(backtrace_slot slot)
+struct slot_frames { backtrace_slot slot; uint32_t *ids; size_t n; };
+static struct slot_frames **slot_cache = NULL;  /* open addressing */
+static size_t slot_cache_cap = 0, slot_cache_count = 0;
+
+/* Resolve `slot` into `sf` (ids of its frame objects, innermost first);
+ * false if out of memory. */
+static bool resolve_slot_uncached(backtrace_slot slot, struct slot_frames *sf)
 {
-  struct buf b = { NULL, 0, 0, true };
+  sf->slot = slot;
+  sf->n = 0;
+  sf->ids = NULL;
+  size_t cap = 0;
   debuginfo d = caml_debuginfo_extract(slot);
-  bool any = false;
-  for (; d != NULL; d = caml_debuginfo_next(d)) {
-    struct caml_loc_info li;
-    memset(&li, 0, sizeof li);
-    caml_debuginfo_location(d, &li);
-    if (!li.loc_valid) continue;
-    if (any) buf_lit(&b, ",");
+  for (bool any = false;; d = caml_debuginfo_next(d)) {
+    struct buf b = BUF_INIT;
+    if (d != NULL) {
+      struct caml_loc_info li;
+      memset(&li, 0, sizeof li);
+      caml_debuginfo_location(d, &li);
+      if (!li.loc_valid) continue;
+      buf_lit(&b, "{\"file\":");
+      buf_json_string(&b, li.loc_filename);
+      buf_printf(&b, ",\"line\":%d,\"col_start\":%d,\"col_end\":%d,"
+                 "\"function\":", li.loc_start_lnum, li.loc_start_chr,
+                 li.loc_end_chr);
+      buf_json_string(&b, li.loc_defname);
+      buf_printf(&b, ",\"inlined\":%s}", li.loc_is_inlined ? "true" : "false");
+    } else if (!any) {
+      buf_add(&b, unknown_frame, sizeof unknown_frame - 1);
+    } else {
+      return true;
+    }
     any = true;
-    buf_lit(&b, "{\"file\":");
-    buf_json_string(&b, li.loc_filename);
-    buf_printf(&b, ",\"line\":%d,\"col_start\":%d,\"col_end\":%d,"
-               "\"function\":", li.loc_start_lnum, li.loc_start_chr,
-               li.loc_end_chr);
-    buf_json_string(&b, li.loc_defname);
-    buf_printf(&b, ",\"inlined\":%s}", li.loc_is_inlined ? "true" : "false");
+    if (b.err) { free(b.s); return false; }
+    int64_t id = intern(b.s, b.len);
+    if (id < 0) return false;
+    if (sf->n == cap) {
+      cap = cap ? 2 * cap : 2;
+      uint32_t *t = realloc(sf->ids, cap * sizeof *t);
+      if (t == NULL) return false;
+      sf->ids = t;
+    }
+    sf->ids[sf->n++] = (uint32_t)id;
+    if (d == NULL) return true;
   }
-  if (!any) buf_add(&b, unknown_frame, sizeof unknown_frame - 1);
-  if (!b.ok) { free(b.s); return NULL; }
-  return b.s;
 }
 
-static const char *resolve_slot(backtrace_slot slot)
+static struct slot_frames **slot_cache_find(backtrace_slot slot)
 {
-  if (slot_cache_cap == 0) {
-    slot_cache_cap = 4096;
-    slot_cache = calloc(slot_cache_cap, sizeof *slot_cache);
-    if (slot_cache == NULL) { slot_cache_cap = 0; return NULL; }
-  }
   size_t mask = slot_cache_cap - 1;
   size_t j = hash_slots(&slot, 1) & mask;
-  for (size_t probes = 0; probes < slot_cache_cap;
-       probes++, j = (j + 1) & mask) {
-    if (slot_cache[j].json == NULL) {
-      slot_cache[j].slot = slot;
-      slot_cache[j].json = resolve_slot_uncached(slot);
-      return slot_cache[j].json;
-    }
-    if (slot_cache[j].slot == slot) return slot_cache[j].json;
+  while (slot_cache[j] != NULL && slot_cache[j]->slot != slot) {
+    j = (j + 1) & mask;
   }
-  return resolve_slot_uncached(slot); /* cache full: resolve anyway */
+  return &slot_cache[j];
 }
 
-struct resolved { char *frames; uintnat count[N_COUNTERS]; };
+/* The resolution of `slot`, cached for good; NULL if out of memory. */
+static const struct slot_frames *resolve_slot(backtrace_slot slot)
+{
+  struct slot_frames **cell = slot_cache_cap ? slot_cache_find(slot) : NULL;
+  if (cell != NULL && *cell != NULL) return *cell;
+  if (2 * (slot_cache_count + 1) > slot_cache_cap) {
+    struct slot_frames **old = slot_cache;
+    size_t old_cap = slot_cache_cap;
+    size_t cap = old_cap ? 2 * old_cap : 4096;
+    slot_cache = calloc(cap, sizeof *slot_cache);
+    if (slot_cache == NULL) { slot_cache = old; return NULL; }
+    slot_cache_cap = cap;
+    for (size_t i = 0; i < old_cap; i++) {
+      if (old[i] != NULL) *slot_cache_find(old[i]->slot) = old[i];
+    }
+    free(old);
+    cell = slot_cache_find(slot);
+  }
+  struct slot_frames *sf = malloc(sizeof *sf);
+  if (sf == NULL) return NULL;
+  if (!resolve_slot_uncached(slot, sf)) {
+    free(sf->ids);
+    free(sf);
+    return NULL;
+  }
+  *cell = sf;
+  slot_cache_count++;
+  return sf;
+}
+
+/* Sort frame objects by their text; a stack's sequence of ranks then
+ * orders stacks exactly as their joined JSON texts would (no frame
+ * object's text is a proper prefix of another's). */
+static int by_text(const void *a, const void *b)
+{
+  return strcmp(objs[*(const uint32_t *)a].json, objs[*(const uint32_t *)b].json);
+}
+
+static uint32_t *rank_objects(void)
+{
+  uint32_t *by_rank = malloc((objs_count ? objs_count : 1) * sizeof *by_rank);
+  if (by_rank == NULL) return NULL;
+  for (size_t i = 0; i < objs_count; i++) by_rank[i] = (uint32_t)i;
+  qsort(by_rank, objs_count, sizeof *by_rank, by_text);
+  for (size_t r = 0; r < objs_count; r++) objs[by_rank[r]].rank = (uint32_t)r;
+  return by_rank;
+}
+
+struct resolved { uint32_t *ranks; size_t n; uintnat count[N_COUNTERS]; };
 
 static int by_frames(const void *a, const void *b)
 {
-  return strcmp(((const struct resolved *)a)->frames,
-                ((const struct resolved *)b)->frames);
+  const struct resolved *x = a, *y = b;
+  size_t n = x->n < y->n ? x->n : y->n;
+  for (size_t i = 0; i < n; i++) {
+    if (x->ranks[i] != y->ranks[i]) return x->ranks[i] < y->ranks[i] ? -1 : 1;
+  }
+  return x->n < y->n ? -1 : x->n > y->n;
 }
 
+/* The counts of one stack as `"key":n,...`, assembled in a local line
+ * and added at once (one stack per sample at worst). */
 static void add_counts(struct buf *b, const uintnat *count)
 {
-  for (int c = 0; c < N_COUNTERS; c++) {
-    buf_field(b, c == 0, counter_names[c], count[c]);
+  char line[512];
+  char *p = line;
+  for (int c = 0; c <= N_COUNTERS; c++) {
+    uintnat v = c < N_COUNTERS ? count[c]
+      : count[C_SAMPLES] >= count[C_COLLECTED]
+        ? count[C_SAMPLES] - count[C_COLLECTED] : 0;
+    if (c) *p++ = ',';
+    size_t k = strlen(count_keys[c]);
+    memcpy(p, count_keys[c], k);
+    p += k;
+    char digits[24];
+    char *d = digits + sizeof digits;
+    do { *--d = (char)('0' + v % 10); v /= 10; } while (v != 0);
+    memcpy(p, d, digits + sizeof digits - d);
+    p += digits + sizeof digits - d;
   }
-  buf_field(b, false, "live_samples",
-            count[C_SAMPLES] >= count[C_COLLECTED]
-            ? count[C_SAMPLES] - count[C_COLLECTED] : 0);
+  buf_add(b, line, p - line);
 }
 
 struct gc_totals {
@@ -413,17 +577,18 @@ static struct gc_totals read_gc_totals(void)
   return g;
 }
 
-/* The whole profile as one string, or NULL when out of memory. */
-static char *render(const struct gc_totals *g)
+/* The stacks, resolved, sorted and merged: `*n` of them, or NULL when
+ * out of memory. Rank arrays live in `*arena` (one allocation). */
+static struct resolved *resolve_stacks(size_t *n_out, uint32_t **arena)
 {
-  const struct caml_memprof_env *env = caml_memprof_env();
-
   /* Snapshot the table: a still-running domain may insert meanwhile. */
   caml_plat_lock_blocking(&sites_lock);
   struct site_table *t = atomic_load_relaxed(&sites);
   size_t n = 0;
+  struct site **ss = calloc(sites_count ? sites_count : 1, sizeof *ss);
   struct resolved *rs = calloc(sites_count ? sites_count : 1, sizeof *rs);
-  for (size_t i = 0; rs != NULL && t != NULL && i < t->capacity; i++) {
+  for (size_t i = 0; ss != NULL && rs != NULL && t != NULL
+         && i < t->capacity; i++) {
     struct site *s = atomic_load_relaxed(&t->slot[i]);
     if (s == NULL) continue;
     for (int c = 0; c < N_COUNTERS; c++) {
@@ -431,92 +596,119 @@ static char *render(const struct gc_totals *g)
     }
     rs[n].count[C_SAMPLES] =
       rs[n].count[C_MINOR] + rs[n].count[C_MAJOR] + rs[n].count[C_CUSTOM];
-    rs[n].frames = (char *)s;    /* resolved below, outside the lock */
-    n++;
+    ss[n++] = s;
   }
   caml_plat_unlock(&sites_lock);
-  if (rs == NULL) return NULL;
 
-  bool ok = true;
+  /* Resolve outside the lock; frame objects are ranked once all are known. */
+  size_t nslots = 0, total = 0;
+  bool ok = ss != NULL && rs != NULL;
+  for (size_t i = 0; ok && i < n; i++) nslots += ss[i]->nslots;
+  const struct slot_frames **sfs =
+    ok ? malloc((nslots ? nslots : 1) * sizeof *sfs) : NULL;
+  if (sfs == NULL) ok = false;
+  for (size_t i = 0, at = 0; ok && i < n; i++) {
+    for (size_t k = 0; ok && k < ss[i]->nslots; k++, at++) {
+      sfs[at] = resolve_slot(ss[i]->slots[k]);
+      if (sfs[at] == NULL) ok = false; else total += sfs[at]->n;
+    }
+  }
+  uint32_t *by_rank = ok ? rank_objects() : NULL;
+  *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
+  if (by_rank == NULL || *arena == NULL) ok = false;
+  free(by_rank);
+  uint32_t *next = *arena;
+  for (size_t i = 0, at = 0; ok && i < n; i++) {
+    rs[i].ranks = next;
+    for (size_t k = 0; k < ss[i]->nslots; k++, at++) {
+      const struct slot_frames *sf = sfs[at];
+      for (size_t f = 0; f < sf->n; f++) *next++ = objs[sf->ids[f]].rank;
+    }
+    rs[i].n = next - rs[i].ranks;
+  }
+  free(sfs);
+  free(ss);
+  if (!ok) { free(rs); free(*arena); *arena = NULL; return NULL; }
+
+  qsort(rs, n, sizeof *rs, by_frames);
+  /* Merge stacks whose slots differ but resolve to the same frames. */
+  size_t m = 0;
   for (size_t i = 0; i < n; i++) {
-    struct site *s = (struct site *)rs[i].frames;
-    struct buf fb = { NULL, 0, 0, true };
-    buf_lit(&fb, "");
-    for (size_t k = 0; k < s->nslots; k++) {
-      const char *f = resolve_slot(s->slots[k]);
-      if (f == NULL) { fb.ok = false; break; }
-      if (k) buf_lit(&fb, ",");
-      buf_add(&fb, f, strlen(f));
+    if (m > 0 && by_frames(&rs[m - 1], &rs[i]) == 0) {
+      for (int c = 0; c < N_COUNTERS; c++) rs[m - 1].count[c] += rs[i].count[c];
+    } else {
+      rs[m++] = rs[i];
     }
-    rs[i].frames = fb.s;
-    if (!fb.ok) ok = false;
   }
+  *n_out = m;
+  return rs;
+}
 
-  struct buf b = { NULL, 0, 0, true };
-  if (ok) {
-    qsort(rs, n, sizeof *rs, by_frames);
-    /* Merge stacks whose slots differ but resolve to the same frames. */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (m > 0 && strcmp(rs[m - 1].frames, rs[i].frames) == 0) {
-        for (int c = 0; c < N_COUNTERS; c++) rs[m - 1].count[c] += rs[i].count[c];
-        free(rs[i].frames);
-      } else {
-        rs[m++] = rs[i];
-      }
-    }
-    n = m;
+/* Render the profile into `b`; false when out of memory. */
+static bool render(struct buf *b, const struct gc_totals *g)
+{
+  const struct caml_memprof_env *env = caml_memprof_env();
+  size_t n;
+  uint32_t *arena;
+  struct resolved *rs = resolve_stacks(&n, &arena);
+  if (rs == NULL) return false;
+  uint32_t *by_rank = malloc((objs_count ? objs_count : 1) * sizeof *by_rank);
+  if (by_rank == NULL) { free(rs); free(arena); return false; }
+  for (size_t i = 0; i < objs_count; i++) by_rank[objs[i].rank] = (uint32_t)i;
 
-    uintnat total[N_COUNTERS] = { 0 };
-    for (size_t i = 0; i < n; i++)
-      for (int c = 0; c < N_COUNTERS; c++) total[c] += rs[i].count[c];
+  uintnat total[N_COUNTERS] = { 0 };
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < N_COUNTERS; c++) total[c] += rs[i].count[c];
 
-    buf_lit(&b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
-            "\"ocaml_version\":");
-    buf_json_string(&b, OCAML_VERSION_STRING);
+  buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+          "\"ocaml_version\":");
+  buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
-    buf_lit(&b, ",\"backend\":\"native\",\"argv\":[");
+  buf_lit(b, ",\"backend\":\"native\",\"argv\":[");
 #else
-    buf_lit(&b, ",\"backend\":\"bytecode\",\"argv\":[");
+  buf_lit(b, ",\"backend\":\"bytecode\",\"argv\":[");
 #endif
-    for (size_t i = 0; i < argc_copy; i++) {
-      if (i) buf_lit(&b, ",");
-      buf_json_string(&b, argv_copy[i]);
-    }
-    buf_printf(&b, "],\n\"config\":{\"rate\":%.17g,\"seed\":", env->rate);
-    if (env->seeded) buf_printf(&b, "%llu", (unsigned long long)env->seed);
-    else buf_lit(&b, "null");
-    buf_printf(&b, ",\"frames\":%ld},\n", (long)env->frames);
-    buf_lit(&b, "\"gc\":{");
-    buf_field(&b, true, "minor_words", g->minor_words);
-    buf_field(&b, false, "promoted_words", g->promoted_words);
-    buf_field(&b, false, "major_words", g->major_words);
-    buf_field(&b, false, "minor_collections", g->minor_collections);
-    buf_field(&b, false, "major_collections", g->major_collections);
-    buf_field(&b, false, "compactions", g->compactions);
-    buf_lit(&b, "},\n");
-    buf_lit(&b, "\"totals\":{");
-    add_counts(&b, total);
-    buf_lit(&b, "},\n\"stacks\":[");
-    for (size_t i = 0; i < n; i++) {
-      buf_add(&b, i ? ",\n{" : "\n{", i ? 3 : 2);
-      add_counts(&b, rs[i].count);
-      buf_lit(&b, ",\"frames\":[");
-      buf_add(&b, rs[i].frames, strlen(rs[i].frames));
-      buf_lit(&b, "]}");
-    }
-    buf_lit(&b, "\n]}\n");
+  for (size_t i = 0; i < argc_copy; i++) {
+    if (i) buf_lit(b, ",");
+    buf_json_string(b, argv_copy[i]);
   }
-  for (size_t i = 0; i < n; i++) free(rs[i].frames);
+  buf_printf(b, "],\n\"config\":{\"rate\":%.17g,\"seed\":", env->rate);
+  if (env->seeded) buf_printf(b, "%llu", (unsigned long long)env->seed);
+  else buf_lit(b, "null");
+  buf_printf(b, ",\"frames\":%ld},\n", (long)env->frames);
+  buf_lit(b, "\"gc\":{");
+  buf_field(b, true, "minor_words", g->minor_words);
+  buf_field(b, false, "promoted_words", g->promoted_words);
+  buf_field(b, false, "major_words", g->major_words);
+  buf_field(b, false, "minor_collections", g->minor_collections);
+  buf_field(b, false, "major_collections", g->major_collections);
+  buf_field(b, false, "compactions", g->compactions);
+  buf_lit(b, "},\n");
+  buf_lit(b, "\"totals\":{");
+  add_counts(b, total);
+  buf_lit(b, "},\n\"stacks\":[");
+  for (size_t i = 0; i < n; i++) {
+    buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
+    add_counts(b, rs[i].count);
+    buf_lit(b, ",\"frames\":[");
+    for (size_t f = 0; f < rs[i].n; f++) {
+      const struct frame_obj *o = &objs[by_rank[rs[i].ranks[f]]];
+      if (f) buf_lit(b, ",");
+      buf_add(b, o->json, o->len);
+    }
+    buf_lit(b, "]}");
+  }
+  buf_lit(b, "\n]}\n");
+  free(by_rank);
   free(rs);
-  if (!ok || !b.ok) { free(b.s); return NULL; }
-  return b.s;
+  free(arena);
+  return true;
 }
 
 /* out with %p replaced by the pid and %% by %. */
 static char *expand_out(const char *tmpl)
 {
-  struct buf b = { NULL, 0, 0, true };
+  struct buf b = BUF_INIT;
   buf_lit(&b, "");
   for (const char *p = tmpl; *p; p++) {
     if (p[0] == '%' && p[1] == 'p') {
@@ -529,27 +721,32 @@ static char *expand_out(const char *tmpl)
       buf_add(&b, p, 1);
     }
   }
-  if (!b.ok) { free(b.s); return NULL; }
+  if (b.err) { free(b.s); return NULL; }
   return b.s;
 }
 
-/* Write `text` to `path` through a temporary file and rename, so that
- * `path` only ever holds a complete profile. Returns 0 or an errno. */
-static int write_atomically(const char *path, const char *text)
+/* Stream the profile to `path` through a temporary file and rename, so
+ * that `path` only ever holds a complete profile. Returns 0 or an
+ * errno. */
+static int write_profile(const char *path, const struct gc_totals *g)
 {
   size_t len = strlen(path) + 32;
   char *tmp = malloc(len);
-  if (tmp == NULL) return ENOMEM;
-  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+  char *window = malloc(OUT_WINDOW);
   int err = 0;
+  if (tmp == NULL || window == NULL) { err = ENOMEM; goto out; }
+  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "w");
   if (f == NULL) { err = errno; goto out; }
-  size_t n = strlen(text);
-  if (fwrite(text, 1, n, f) != n) err = errno ? errno : EIO;
+  struct buf b = { window, 0, OUT_WINDOW, 0, f };
+  if (!render(&b, g) && b.err == 0) b.err = ENOMEM;
+  buf_flush(&b);
+  err = b.err;
   if (fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
   if (err == 0 && rename(tmp, path) != 0) err = errno;
   if (err != 0) unlink(tmp);
  out:
+  free(window);
   free(tmp);
   return err;
 }
@@ -573,15 +770,12 @@ int caml_memprof_tracker_finish(int retcode)
 
   const char *tmpl = caml_memprof_env()->out;
   char *path = expand_out(tmpl);
-  char *text = render(&g);
-  int err = (path == NULL || text == NULL) ? ENOMEM
-          : write_atomically(path, text);
+  int err = path == NULL ? ENOMEM : write_profile(path, &g);
   if (err != 0) {
     fprintf(stderr, "%s: cannot write the allocation profile to '%s': %s\n",
             CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
     if (retcode == 0) retcode = 2;
   }
   free(path);
-  free(text);
   return retcode;
 }

@@ -257,3 +257,24 @@ def test_actions_still_run_when_samples_skip_the_poll(build, tmp_path, mode, exp
     assert out[0] == expected, res.stdout
     if mode == "signals":
         assert int(out[1].split("=")[1]) <= 10, res.stdout
+
+
+def gc_stats_at_exit(res):
+    """The counters OCAMLRUNPARAM=v=0x400 prints at exit."""
+    stats = dict(line.split(": ") for line in res.stderr.splitlines() if ": " in line)
+    return {k: int(stats[k]) for k in ("minor_words", "promoted_words", "major_words",
+                                        "minor_collections", "major_collections")}
+
+
+@pytest.mark.parametrize("rate", [1e-4, 1e-2])
+def test_gc_counters_are_those_of_the_unprofiled_run(build, tmp_path, rate):
+    # The profile's config lives outside the heap and samples of the C
+    # tracker never poll for GC work (design 8.3, 8.4): profiling must not
+    # move a single collection.
+    # gc_pacing's promotion depends on exactly when minor collections
+    # fall: before the config moved off the heap, its profiled runs
+    # promoted 0.1% more and ran three fewer major cycles.
+    exe = build("gc_pacing")
+    off = gc_stats_at_exit(run(exe, "20000", runparam="v=0x400"))
+    prof, _, _ = profile(exe, "20000", rate=rate, tmp=tmp_path)
+    assert {k: prof["gc"][k] for k in off} == off

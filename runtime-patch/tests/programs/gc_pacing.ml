@@ -1,0 +1,13 @@
+(* Medium-lived data whose promotion depends on exactly when minor
+   collections happen: a ring of recent trees, rebuilt continuously. *)
+type tree = Leaf | Node of tree * int * tree
+
+let rec build d = if d = 0 then Leaf else Node (build (d - 1), d, build (d - 1))
+
+let () =
+  let rounds = int_of_string Sys.argv.(1) in
+  let ring = Array.make 64 Leaf in
+  for i = 1 to rounds do
+    ring.(i land 63) <- build 10;
+    if i mod 7 = 0 then ignore (Sys.opaque_identity (List.init 500 (fun k -> k * i)))
+  done
