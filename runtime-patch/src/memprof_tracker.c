@@ -8,18 +8,20 @@
  *    New domains and threads inherit the profile.
  * 2. Sites: one record per distinct raw callstack prefix (at most
  *    `frames` slots), found through an open-addressing hash table that
- *    readers probe without a lock; only inserting a new stack takes
- *    the mutex. Records are malloc'd and never freed or moved, so the
- *    Val_ptr(site) that memprof keeps for each sampled block stays
- *    valid until exit.
+ *    readers probe without a lock (each thread first tries the site
+ *    it hit last); only inserting a new stack takes the mutex. Records
+ *    are malloc'd and never freed or moved, so the Val_ptr(site) that
+ *    memprof keeps for each sampled block stays valid until exit.
  * 3. Counters are relaxed atomics: `alloc` runs on any domain, and
  *    `promote`/`dealloc` run inside collections, on every domain in
  *    parallel. Counts are exact sums; nothing is scaled.
  * 4. At exit (caml_memprof_tracker_finish, at most once): stop
- *    sampling, read the GC counters, run a full major collection so
- *    that dead blocks count as collected, resolve each distinct slot
- *    to source locations once (inlined frames expanded), merge stacks
- *    that resolve alike, sort them, and write the JSON profile
+ *    sampling, read the GC counters, complete two major cycles so that
+ *    dead blocks count as collected, resolve each distinct slot to
+ *    source locations once (inlined frames expanded; each distinct
+ *    frame object rendered and stored once), merge stacks that resolve
+ *    alike, sort them by their frames' ranks (the order of their
+ *    texts), and stream the JSON profile
  *    (runtime-patch/format/profile-format.md) to a temporary file
  *    renamed into place. The program's exit status is kept, except
  *    that a profile that cannot be written turns 0 into 2.
@@ -105,6 +107,15 @@ static uint64_t hash_slots(const backtrace_slot *slots, size_t n)
   return h;
 }
 
+/* Stacks are short (at most `frames` slots): a word loop beats a call
+ * to memcmp here. */
+Caml_inline bool same_slots(const backtrace_slot *a, const backtrace_slot *b,
+                            size_t n)
+{
+  for (size_t i = 0; i < n; i++) if (a[i] != b[i]) return false;
+  return true;
+}
+
 /* The site for this stack in `t`, or NULL; `*hole` receives the index
  * of the empty slot that ended the probe. */
 static struct site *sites_probe(struct site_table *t, uint64_t h,
@@ -115,8 +126,7 @@ static struct site *sites_probe(struct site_table *t, uint64_t h,
   for (size_t j = h & mask;; j = (j + 1) & mask) {
     struct site *s = atomic_load_explicit(&t->slot[j], memory_order_acquire);
     if (s == NULL) { *hole = j; return NULL; }
-    if (s->hash == h && s->nslots == n
-        && memcmp(s->slots, slots, n * sizeof *slots) == 0) {
+    if (s->hash == h && s->nslots == n && same_slots(s->slots, slots, n)) {
       return s;
     }
   }
@@ -186,8 +196,16 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
                       const backtrace_slot *callstack, size_t frames)
 {
   (void)t;
-  struct site *s = site_of(callstack, frames);
-  if (s == NULL) return Val_unit;
+  /* Loops sample the same stack again and again: a thread's last site
+   * is tried first, which needs neither hash nor probe. */
+  static CAMLthread_local struct site *last_site = NULL;
+  struct site *s = last_site;
+  if (s == NULL || s->nslots != frames
+      || !same_slots(s->slots, callstack, frames)) {
+    s = site_of(callstack, frames);
+    if (s == NULL) return Val_unit;
+    last_site = s;
+  }
   bump(s, C_BLOCKS, 1);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
     bump(s, C_WORDS, wosize);            /* out-of-heap words, no header */
