@@ -278,3 +278,17 @@ def test_gc_counters_are_those_of_the_unprofiled_run(build, tmp_path, rate):
     off = gc_stats_at_exit(run(exe, "20000", runparam="v=0x400"))
     prof, _, _ = profile(exe, "20000", rate=rate, tmp=tmp_path)
     assert {k: prof["gc"][k] for k in off} == off
+
+
+def test_compaction_during_profile(build, tmp_path):
+    # The profile's configuration is an out-of-heap block: compaction
+    # must leave it alone, and sampled blocks that compaction moves must
+    # still be followed to the end.
+    exe = build("fast_path", threads=True)
+    prof, _, res = profile(exe, "compact", rate=1e-2, tmp=tmp_path)
+    check_valid(prof)
+    assert res.stdout.splitlines()[-1] == "round 5 kept 10000"
+    kept = site_totals(prof, "live_samples").get("Fast_path.compact", 0)
+    # 10_000 of the 100_000 nine-word arrays stay reachable, with the
+    # three-word cons cells that hold them.
+    assert binomial_bound_ok(kept, 10_000 * (9 + 3), 1e-2), kept

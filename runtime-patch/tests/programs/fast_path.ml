@@ -9,7 +9,9 @@
      allocation is a sample (signals raise the allocation limit, so they
      take the usual path).
    - "finalisers": finalisers still run when the only polls left between
-     minor collections are samples. *)
+     minor collections are samples.
+   - "compact": heap compactions while the profile (whose configuration
+     lives outside the heap) is running. *)
 
 type _ Effect.t += Yield : int -> unit Effect.t
 
@@ -95,10 +97,23 @@ let finalisers () =
   done;
   Printf.printf "finalised=%d\n" !finalised
 
+let keep = ref []   (* reachable at exit *)
+
+let compact () =
+  for round = 1 to 5 do
+    for i = 1 to 20_000 do
+      let b = Array.make 8 i in
+      if i mod 10 = 0 then keep := b :: !keep
+    done;
+    Gc.compact ();
+    Printf.printf "round %d kept %d\n" round (List.length !keep)
+  done
+
 let () =
   match Array.to_list Sys.argv with
   | [ _; "fibers" ] -> fibers false
   | [ _; "fibers"; "ocaml" ] -> fibers true
   | [ _; "signals" ] -> signals ()
   | [ _; "finalisers" ] -> finalisers ()
-  | _ -> prerr_endline "usage: fast_path (fibers [ocaml] | signals | finalisers)"; exit 2
+  | [ _; "compact" ] -> compact ()
+  | _ -> prerr_endline "usage: fast_path (fibers [ocaml] | signals | finalisers | compact)"; exit 2
