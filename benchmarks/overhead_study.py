@@ -7,8 +7,9 @@ Purpose
        (OCAMLMEMPROF=rate=R,seed=1,frames=F,out=<tmp>) against the same
        binary with OCAMLMEMPROF unset, and of the OCaml-level Gc.Memprof
        tracker (_build/benchmarks/ocamltracker/<name>.exe with
-       OCAMLMEMPROF_OCAML_RATE=R) against that binary with the variable
-       unset, for each rate (default 1e-5, 1e-4, 1e-3, 1e-2); plus the cost
+       OCAMLMEMPROF_OCAML_RATE=R and OCAMLMEMPROF_OCAML_OUT=<tmp>, so that
+       it too writes a per-stack profile at exit) against that binary with
+       the variables unset, for each rate (default 1e-5, 1e-4, 1e-3, 1e-2); plus the cost
        per sample at 1e-2 of both trackers and their ratio;
     2. instruction counts (valgrind --tool=callgrind, "Collected : N") at the
        suite's size (--callgrind-scale): C tracker at 1e-4 against off, and the stock-built
@@ -285,7 +286,9 @@ def time_benchmark(bench: dict, exes: dict, rates: list[float], runs: int, warmu
     for rate in rates:
         k = rate_key(rate)
         variants.append((f"ocaml:{k}", "ocaml", k, [
-            "env", f"OCAMLMEMPROF_OCAML_RATE={rate!r}", exes["ocamltracker"], *args]))
+            "env", f"OCAMLMEMPROF_OCAML_RATE={rate!r}",
+            f"OCAMLMEMPROF_OCAML_OUT={os.path.join(tmp, bench['name'] + '.ocaml.' + k + '.txt')}",
+            exes["ocamltracker"], *args]))
     times = {v[0]: [] for v in variants}
     n = len(variants)
     step = max(1, n // max(1, runs))
@@ -428,7 +431,9 @@ def run_callgrind(benches: list[dict], stock_dir: str, scale: float, cost_scale:
                     extra = {"OCAMLMEMPROF": f"rate={rate!r},seed={SEED},"
                                              f"frames={b['frames']},out={prof}"}
                 elif rate is not None:
-                    extra = {"OCAMLMEMPROF_OCAML_RATE": repr(rate)}
+                    extra = {"OCAMLMEMPROF_OCAML_RATE": repr(rate),
+                             "OCAMLMEMPROF_OCAML_OUT":
+                                 os.path.join(tmp, f"{b['name']}.{config}.{rep}.txt")}
                 todo.append({"bench": b["name"], "config": config, "rep": rep, "argv": argv,
                              "size": size, "cwd": b["cwd"], "env": base_env(b),
                              "extra_env": extra, "profile": prof,
@@ -604,7 +609,9 @@ def write_markdown(path: str, meta: dict, results: dict, rates: list[float],
     L.append(f"- Interval: {CI_METHOD}.")
     L.append(f"- C tracker: `OCAMLMEMPROF=rate=R,seed={SEED},frames=F,out=<tmp>` vs the same "
              f"binary with it unset. OCaml tracker: `ocamltracker/<name>.exe` with "
-             f"`OCAMLMEMPROF_OCAML_RATE=R` vs the same binary with it unset.")
+             f"`OCAMLMEMPROF_OCAML_RATE=R` and `OCAMLMEMPROF_OCAML_OUT=<tmp>` (it writes its "
+             f"per-stack profile, and settles live blocks with two major cycles at exit, as "
+             f"the built-in tracker does) vs the same binary with them unset.")
     if callgrind is not None:
         L.append(f"- Instructions: {meta['valgrind']} `--tool=callgrind`, size argument × "
                  f"{meta['callgrind_scale']}; concurrent benchmarks (marked †) repeated "

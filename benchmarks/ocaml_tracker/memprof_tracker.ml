@@ -13,8 +13,12 @@
      tracking the block;
    - promote: count the promotion, keep tracking the block as major;
    - dealloc_minor / dealloc_major: count the deallocation.
-   Frames are symbolised only at exit.  At exit the profile is stopped and a
-   one-line summary is printed to stderr:
+   Frames are symbolised only at exit.  At exit sampling stops, and two
+   major cycles are completed (Gc.major twice, which also runs the pending
+   dealloc callbacks) before the profile is discarded: the built-in tracker
+   does the same, so that "live" means reachable at exit in both and the
+   overhead study compares like with like.  Then a one-line summary is printed
+   to stderr:
      ocaml-tracker: rate=R stacks=N samples=S blocks=B words=W promoted=P
        freed=F live_blocks=L top=<first frame of the stack with most samples>
    If OCAMLMEMPROF_OCAML_OUT is also set, one line per stack is written to
@@ -133,9 +137,12 @@ let top_frame st =
     | _ -> "?"
 
 let report rate profile () =
-  (* Stop sampling first so the report itself is not profiled; then
-     discard, so no more callbacks run while we read the table. *)
+  (* Stop sampling first so the report itself is not profiled; settle
+     what is live as the built-in tracker does; then discard, so no more
+     callbacks run while we read the table. *)
   (try Gc.Memprof.stop () with _ -> ());
+  Gc.major ();
+  Gc.major ();
   (try Gc.Memprof.discard profile with _ -> ());
   let stacks = Tbl.fold (fun _ st acc -> st :: acc) table [] in
   let sum f = List.fold_left (fun a st -> a + f st) 0 stacks in

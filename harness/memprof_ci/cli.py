@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--min-effect", type=float, default=0.05)
     c.add_argument("--min-share", type=float, default=0.005)
     c.add_argument("--gc-tolerance", type=float, default=0.01)
+    c.add_argument("--gc-timing-tolerance", type=float, default=0.10)
     c.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
     c.add_argument("--report-dir", metavar="DIR", help="also write report.md and report.json")
     m = sub.add_parser("merge", help="combine shard reports into one report and verdict")
@@ -267,8 +268,9 @@ def cmd_compare(args) -> int:
     for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
         if not lo < v < hi:
             raise ConfigError(f"{name} must be in ({lo}, {hi}), got {v}")
-    if args.min_effect < 0 or args.gc_tolerance < 0:
-        raise ConfigError("--min-effect and --gc-tolerance must be non-negative")
+    if args.min_effect < 0 or args.gc_tolerance < 0 or args.gc_timing_tolerance < 0:
+        raise ConfigError("--min-effect, --gc-tolerance and --gc-timing-tolerance "
+                          "must be non-negative")
     grouping = args.grouping or "function"
     A = load_side(args.a, grouping)
     B = load_side(args.b, grouping)
@@ -297,11 +299,13 @@ def cmd_compare(args) -> int:
         regroup_check(a, b, args.a, args.b)
         r = rep["benchmarks"][name] = {
             "name": name, "settings": dict(params, gc_tolerance=args.gc_tolerance,
+                                           gc_timing_tolerance=args.gc_timing_tolerance,
                                            grouping=a.grouping),
             "notes": [], "overhead": None,
             "alloc": site_rows(name, "alloc", b, a, params),
             "live": site_rows(name, "live", b, a, params),
-            "gc": stats.gc_compare(a.gc, b.gc, args.gc_tolerance)}
+            "gc": stats.gc_compare(a.gc, b.gc, args.gc_tolerance,
+                                   args.gc_timing_tolerance)}
         if a.rate != b.rate or a.runs != b.runs:
             r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
                               f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")

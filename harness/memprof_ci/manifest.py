@@ -26,6 +26,7 @@ SETTINGS = {
     "min_effect": 0.05,
     "min_share": 0.005,
     "gc_tolerance": 0.01,
+    "gc_timing_tolerance": 0.10,
     "overhead_budget": 0.10,
     "overhead_runs": 5,
     "grouping": "function",
@@ -48,6 +49,7 @@ class Benchmark:
     min_effect: float = 0.05
     min_share: float = 0.005
     gc_tolerance: float = 0.01
+    gc_timing_tolerance: float = 0.10
     overhead_budget: float = 0.10
     overhead_runs: int = 5
     grouping: str = "function"
@@ -97,7 +99,7 @@ def _check_setting(where: str, key: str, v):
         if not _num(v) or not 0 < v < 1:
             raise bad(f"must be a number in (0, 1), got {v!r}")
         return float(v)
-    if key in ("min_effect", "gc_tolerance", "overhead_budget"):
+    if key in ("min_effect", "gc_tolerance", "gc_timing_tolerance", "overhead_budget"):
         if not _num(v) or v < 0:
             raise bad(f"must be a non-negative number, got {v!r}")
         return float(v)

@@ -66,7 +66,7 @@ def test_manifest_defaults_and_paths(tmp_path):
     assert b.command == [str(tmp_path / "bin/a.exe"), str(tmp_path / "data"), "plain"]
     assert b.cwd == str(tmp_path / "sub") and b.rate == 1e-3 and b.seeds == [4, 5]
     assert b.frames == 8 and b.alpha == 0.01 and b.min_effect == 0.05 and b.grouping == "function"
-    assert b.overhead_budget == 0.10 and b.gc_tolerance == 0.01 and b.min_share == 0.005
+    assert b.overhead_budget == 0.10 and b.gc_tolerance == 0.01 and b.gc_timing_tolerance == 0.10 and b.min_share == 0.005
 
 
 def test_shards_partition():

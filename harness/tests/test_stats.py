@@ -133,6 +133,18 @@ def test_gc_compare_only_increases_fail():
     assert rows["major_words"]["status"] == "regression"
 
 
+def test_gc_compare_timing_counters_have_their_own_tolerance():
+    base = {"minor_words": 1000, "promoted_words": 100, "major_words": 200}
+    cur = {"minor_words": 1020, "promoted_words": 106, "major_words": 212}
+    rows = {g["counter"]: g for g in stats.gc_compare(base, cur, 0.01, 0.10)}
+    assert rows["minor_words"]["status"] == "regression"
+    assert rows["promoted_words"]["status"] == "~" and rows["promoted_words"]["tolerance"] == 0.10
+    assert rows["major_words"]["status"] == "~"
+    cur["promoted_words"] = 111
+    rows = {g["counter"]: g for g in stats.gc_compare(base, cur, 0.01, 0.10)}
+    assert rows["promoted_words"]["status"] == "regression"
+
+
 def test_paired_overhead_interval_finds_a_real_overhead():
     rng = np.random.default_rng(1)
     off = 1.0 + rng.normal(0, 0.01, 9)
