@@ -18,6 +18,7 @@ import tempfile
 
 from . import __version__
 from .errors import ConfigError, InputError, MemprofError
+from .manifest import SETTINGS
 
 EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
 
@@ -77,11 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("b", metavar="B")
     c.add_argument("--grouping", choices=("function", "line", "innermost"),
                    help="site grouping for profiles (default: the baseline's, else function)")
-    c.add_argument("--alpha", type=float, default=0.01)
-    c.add_argument("--min-effect", type=float, default=0.05)
-    c.add_argument("--min-share", type=float, default=0.005)
-    c.add_argument("--gc-tolerance", type=float, default=0.01)
-    c.add_argument("--gc-timing-tolerance", type=float, default=0.10)
+    c.add_argument("--alpha", type=float, default=SETTINGS["alpha"])
+    c.add_argument("--min-effect", type=float, default=SETTINGS["min_effect"])
+    c.add_argument("--min-share", type=float, default=SETTINGS["min_share"])
+    c.add_argument("--gc-tolerance", type=float, default=SETTINGS["gc_tolerance"])
+    c.add_argument("--gc-timing-tolerance", type=float,
+                   default=SETTINGS["gc_timing_tolerance"])
     c.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
     c.add_argument("--report-dir", metavar="DIR", help="also write report.md and report.json")
     m = sub.add_parser("merge", help="combine shard reports into one report and verdict")

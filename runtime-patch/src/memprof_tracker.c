@@ -87,7 +87,8 @@ struct site {
  * a reader may still be probing it; a miss there only sends that
  * reader to the locked path. */
 struct site_table {
-  struct site_table *retired;        /* the smaller table it replaced */
+  struct site_table *retired;        /* the smaller table it replaced,
+                                        kept reachable for leak checkers */
   size_t capacity;
   _Atomic(struct site *) slot[];
 };
@@ -329,14 +330,22 @@ static void buf_printf(struct buf *b, const char *fmt, ...)
   buf_add(b, tmp, n);
 }
 
-/* Decimal digits without vsnprintf: a profile has ten counters per
- * stack and tens of thousands of stacks at high rates. */
+/* Decimal digits without vsnprintf (a profile has ten counters per
+ * stack and tens of thousands of stacks at high rates): written at the
+ * end of `tmp`, returning where they start. */
+#define UINT_DIGITS 24
+static char *uint_digits(char tmp[UINT_DIGITS], uintnat v)
+{
+  char *p = tmp + UINT_DIGITS;
+  do { *--p = (char)('0' + v % 10); v /= 10; } while (v != 0);
+  return p;
+}
+
 static void buf_uint(struct buf *b, uintnat v)
 {
-  char tmp[24];
-  char *p = tmp + sizeof tmp;
-  do { *--p = (char)('0' + v % 10); v /= 10; } while (v != 0);
-  buf_add(b, p, tmp + sizeof tmp - p);
+  char tmp[UINT_DIGITS];
+  char *p = uint_digits(tmp, v);
+  buf_add(b, p, tmp + UINT_DIGITS - p);
 }
 
 /* `,"key":value` (no comma before the first field of an object). */
@@ -528,6 +537,8 @@ static int by_text(const void *a, const void *b)
   return strcmp(objs[*(const uint32_t *)a].json, objs[*(const uint32_t *)b].json);
 }
 
+/* Set each frame object's rank; returns the ids in rank order (NULL
+ * if out of memory). */
 static uint32_t *rank_objects(void)
 {
   uint32_t *by_rank = malloc((objs_count ? objs_count : 1) * sizeof *by_rank);
@@ -564,11 +575,10 @@ static void add_counts(struct buf *b, const uintnat *count)
     size_t k = strlen(count_keys[c]);
     memcpy(p, count_keys[c], k);
     p += k;
-    char digits[24];
-    char *d = digits + sizeof digits;
-    do { *--d = (char)('0' + v % 10); v /= 10; } while (v != 0);
-    memcpy(p, d, digits + sizeof digits - d);
-    p += digits + sizeof digits - d;
+    char digits[UINT_DIGITS];
+    char *d = uint_digits(digits, v);
+    memcpy(p, d, digits + UINT_DIGITS - d);
+    p += digits + UINT_DIGITS - d;
   }
   buf_add(b, line, p - line);
 }
@@ -596,8 +606,10 @@ static struct gc_totals read_gc_totals(void)
 }
 
 /* The stacks, resolved, sorted and merged: `*n` of them, or NULL when
- * out of memory. Rank arrays live in `*arena` (one allocation). */
-static struct resolved *resolve_stacks(size_t *n_out, uint32_t **arena)
+ * out of memory. Rank arrays live in `*arena` (one allocation);
+ * `*by_rank` maps each rank back to its frame object. */
+static struct resolved *resolve_stacks(size_t *n_out, uint32_t **arena,
+                                       uint32_t **by_rank)
 {
   /* Snapshot the table: a still-running domain may insert meanwhile. */
   caml_plat_lock_blocking(&sites_lock);
@@ -631,10 +643,9 @@ static struct resolved *resolve_stacks(size_t *n_out, uint32_t **arena)
       if (sfs[at] == NULL) ok = false; else total += sfs[at]->n;
     }
   }
-  uint32_t *by_rank = ok ? rank_objects() : NULL;
+  *by_rank = ok ? rank_objects() : NULL;
   *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
-  if (by_rank == NULL || *arena == NULL) ok = false;
-  free(by_rank);
+  if (*by_rank == NULL || *arena == NULL) ok = false;
   uint32_t *next = *arena;
   for (size_t i = 0, at = 0; ok && i < n; i++) {
     rs[i].ranks = next;
@@ -646,7 +657,13 @@ static struct resolved *resolve_stacks(size_t *n_out, uint32_t **arena)
   }
   free(sfs);
   free(ss);
-  if (!ok) { free(rs); free(*arena); *arena = NULL; return NULL; }
+  if (!ok) {
+    free(rs);
+    free(*arena);
+    free(*by_rank);
+    *arena = *by_rank = NULL;
+    return NULL;
+  }
 
   qsort(rs, n, sizeof *rs, by_frames);
   /* Merge stacks whose slots differ but resolve to the same frames. */
@@ -667,12 +684,9 @@ static bool render(struct buf *b, const struct gc_totals *g)
 {
   const struct caml_memprof_env *env = caml_memprof_env();
   size_t n;
-  uint32_t *arena;
-  struct resolved *rs = resolve_stacks(&n, &arena);
+  uint32_t *arena, *by_rank;
+  struct resolved *rs = resolve_stacks(&n, &arena, &by_rank);
   if (rs == NULL) return false;
-  uint32_t *by_rank = malloc((objs_count ? objs_count : 1) * sizeof *by_rank);
-  if (by_rank == NULL) { free(rs); free(arena); return false; }
-  for (size_t i = 0; i < objs_count; i++) by_rank[objs[i].rank] = (uint32_t)i;
 
   uintnat total[N_COUNTERS] = { 0 };
   for (size_t i = 0; i < n; i++)
