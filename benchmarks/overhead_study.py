@@ -36,7 +36,9 @@ Invariants
       removed from the inherited environment, so on and off differ only in
       the one variable that turns profiling on.
     * Verdicts are computed from the measured numbers at report time; no
-      target outcome is written in advance.  A quantity that was not measured
+      target outcome is written in advance.  A wall-time verdict at 1e-4 is
+      PASS or MISS only when the 95% intervals clear the target, and
+      UNRESOLVED when they straddle it: the instruction counts then decide.  A quantity that was not measured
       (e.g. 1e-4 not in --rates) is reported as n/a, never as PASS.
     * A missing binary or tool is an error before anything runs: one line on
       stderr naming the make target, exit status 2.  A benchmark that fails
@@ -496,6 +498,19 @@ def run_callgrind(benches: list[dict], stock_dir: str, scale: float, cost_scale:
 
 # ---- Summary ---------------------------------------------------------------------
 
+def interval_verdict(lows: list[float], highs: list[float], target: float) -> str:
+    """Verdict on "every value is below target" from 95% intervals: wall time
+    decides only when the intervals clear the target; when one straddles it,
+    the instruction counts decide (issue 3, item 7)."""
+    if not lows:
+        return "n/a"
+    if max(highs) < target:
+        return "PASS"
+    if max(lows) >= target:
+        return "MISS"
+    return "UNRESOLVED (see instructions)"
+
+
 def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list[dict]:
     rows = []
     ok = {n: r for n, r in results.items() if "analysis" in r}
@@ -506,28 +521,34 @@ def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list
             return "n/a"
         return "PASS" if (value <= target if le else value < target) else "MISS"
 
-    wall = {n: r["analysis"]["c"][k4]["overhead"] for n, r in ok.items()
-            if k4 in r["analysis"]["c"]}
+    c4 = {n: r["analysis"]["c"][k4] for n, r in ok.items() if k4 in r["analysis"]["c"]}
+    wall = {n: a["overhead"] for n, a in c4.items()}
     med = statistics.median(wall.values()) if wall else None
-    halfw = [(r["analysis"]["c"][k4]["ci_high"] - r["analysis"]["c"][k4]["ci_low"]) / 2
-             for r in ok.values() if k4 in r["analysis"]["c"]]
+    halfw = [(a["ci_high"] - a["ci_low"]) / 2 for a in c4.values()]
     res_note = (f"; median 95% CI half-width ±{statistics.median(halfw) * 100:.1f}%"
                 if halfw else "")
+    med_low = statistics.median(a["ci_low"] for a in c4.values()) if c4 else None
+    med_high = statistics.median(a["ci_high"] for a in c4.values()) if c4 else None
     rows.append({"id": "wall_median_1e-4", "metric":
                  "C tracker wall-time overhead at 1e-4, median over benchmarks",
                  "value": med, "shown": pct(med, 2) + res_note,
                  "target": f"< {TARGET_MEDIAN_1E4:.0%}",
-                 "verdict": verdict(med, TARGET_MEDIAN_1E4), "n": len(wall)})
+                 "verdict": interval_verdict([med_low] if c4 else [],
+                                             [med_high] if c4 else [], TARGET_MEDIAN_1E4),
+                 "n": len(wall)})
     if wall:
         worst = max(wall, key=wall.get)
         mx = wall[worst]
-        shown = f"{pct(mx, 2)} ({worst}, CI {fmt_ci(ok[worst]['analysis']['c'][k4])})"
+        shown = f"{pct(mx, 2)} ({worst}, CI {fmt_ci(c4[worst])})"
     else:
         mx, shown = None, "n/a"
     rows.append({"id": "wall_max_1e-4", "metric":
                  "C tracker wall-time overhead at 1e-4, max over benchmarks",
                  "value": mx, "shown": shown, "target": f"< {TARGET_MAX_1E4:.0%}",
-                 "verdict": verdict(mx, TARGET_MAX_1E4), "n": len(wall)})
+                 "verdict": interval_verdict([a["ci_low"] for a in c4.values()],
+                                             [a["ci_high"] for a in c4.values()],
+                                             TARGET_MAX_1E4),
+                 "n": len(wall)})
     if callgrind:
         ins = {n: e["ratio_c_over_off"] - 1 for n, e in callgrind.items()
                if e["ratio_c_over_off"] is not None}

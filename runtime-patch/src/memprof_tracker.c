@@ -23,7 +23,9 @@
  *    alike, sort them by their frames' ranks (the order of their
  *    texts), and stream the JSON profile
  *    (runtime-patch/format/profile-format.md) to a temporary file
- *    renamed into place. The program's exit status is kept, except
+ *    renamed into place (written directly if `out` names an existing
+ *    non-regular file: /dev/stdout, a pipe; renaming would replace
+ *    it). The program's exit status is kept, except
  *    that a profile that cannot be written turns 0 into 2.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
@@ -37,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
 #include "caml/camlatomic.h"
@@ -767,7 +770,10 @@ static int write_profile(const char *path, const struct gc_totals *g)
   char *window = malloc(OUT_WINDOW);
   int err = 0;
   if (tmp == NULL || window == NULL) { err = ENOMEM; goto out; }
-  snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+  struct stat st;
+  bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  if (in_place) snprintf(tmp, len, "%s", path);
+  else snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
   FILE *f = fopen(tmp, "w");
   if (f == NULL) { err = errno; goto out; }
   struct buf b = { window, 0, OUT_WINDOW, 0, f };
@@ -775,6 +781,7 @@ static int write_profile(const char *path, const struct gc_totals *g)
   buf_flush(&b);
   err = b.err;
   if (fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
+  if (in_place) goto out;
   if (err == 0 && rename(tmp, path) != 0) err = errno;
   if (err != 0) unlink(tmp);
  out:

@@ -5,6 +5,8 @@ Statistical checks use the 5.7-sigma binomial bound of upstream's
 statmemprof tests (false failure rate about 1e-8 per check)."""
 
 import json
+import os
+import threading
 
 import jsonschema
 import pytest
@@ -200,6 +202,29 @@ def test_unwritable_out(build, tmp_path):
     assert len(lines) == 1 and "OCAMLMEMPROF" in lines[0] and str(target) in lines[0]
     res = run(exe, "exit3", memprof=f"rate=1e-2,out={target}", check=False)
     assert res.returncode == 3
+
+
+def test_out_to_a_pipe_is_written_in_place(build, tmp_path):
+    # A FIFO stands in for /dev/stdout: renaming a temporary file over it
+    # would replace the device instead of writing to it.
+    fifo = tmp_path / "profile.pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    res = run(build("exits"), "normal", memprof=f"rate=1e-2,out={fifo}", check=False)
+    reader.join(timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert fifo.is_fifo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.pipe"]
+    check_valid(json.loads(received[0]))
+
+
+def test_out_naming_a_directory(build, tmp_path):
+    res = run(build("exits"), "normal", memprof=f"rate=1e-2,out={tmp_path}", check=False)
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and "Is a directory" in res.stderr
+    assert tmp_path.is_dir()
 
 
 def test_gc_memprof_refuses_to_stop_env_profile(build, tmp_path):
