@@ -100,15 +100,16 @@ static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
 static _Atomic(struct site_table *) sites = NULL;
 static size_t sites_count = 0;       /* under sites_lock */
 
+/* A multiply per slot, and one fold at the end: the table indexes by
+ * the low bits, which the multiplications alone fill only from the
+ * slots' low bits. */
 static uint64_t hash_slots(const backtrace_slot *slots, size_t n)
 {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
   for (size_t i = 0; i < n; i++) {
-    h ^= (uint64_t)(uintptr_t)slots[i];
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
+    h = (h ^ (uint64_t)(uintptr_t)slots[i]) * 0xBF58476D1CE4E5B9ull;
   }
-  return h;
+  return h ^ (h >> 31);
 }
 
 /* Stacks are short (at most `frames` slots): a word loop beats a call
