@@ -38,7 +38,11 @@ Invariants
     * Verdicts are computed from the measured numbers at report time; no
       target outcome is written in advance.  A wall-time verdict at 1e-4 is
       PASS or MISS only when the 95% intervals clear the target, and
-      UNRESOLVED when they straddle it: the instruction counts then decide.  A quantity that was not measured
+      UNRESOLVED when they straddle it: the instruction counts then decide.
+      The per-sample cost ratio at 1e-2 gets the same treatment, with its
+      own bootstrap interval (the four sets of run times resampled).
+    * `--reanalyse overhead.json` recomputes analysis, verdicts and report
+      from a run's raw times and counts without running anything.  A quantity that was not measured
       (e.g. 1e-4 not in --rates) is reported as n/a, never as PASS.
     * A missing binary or tool is an error before anything runs: one line on
       stderr naming the make target, exit status 2.  A benchmark that fails
@@ -73,6 +77,8 @@ import time
 import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "harness"))
+from memprof_ci.baseline import write_atomic  # noqa: E402  (the harness's own)
 DEFAULT_RATES = (1e-5, 1e-4, 1e-3, 1e-2)
 QUICK_RATES = (1e-4, 1e-2)
 CALLGRIND_RATE = 1e-4
@@ -228,6 +234,28 @@ def overhead_ci(on: list[float], off: list[float]) -> tuple[float, float, float]
     return est, min(lo, est), max(hi, est)
 
 
+def cost_ratio_ci(c: dict, o: dict) -> tuple[float, float] | None:
+    """95% percentile bootstrap interval of the per-sample cost ratio C/OCaml,
+    (median(on) - median(off)) / samples for each tracker, with the four sets of
+    run times resampled independently (same RNG seed as overhead_ci)."""
+    sets = [c["on"], c["off"], o["on"], o["off"]]
+    if not (c["samples"] and o["samples"]) or any(len(x) < 2 for x in sets):
+        return None
+    med = statistics.median
+    rng = random.Random(BOOT_SEED)
+    stats = []
+    for _ in range(BOOT_RESAMPLES):
+        a, b, x, y = ([t[rng.randrange(len(t))] for _ in t] for t in sets)
+        cost_o = (med(x) - med(y)) / o["samples"]
+        if cost_o > 0:
+            stats.append((med(a) - med(b)) / c["samples"] / cost_o)
+    if len(stats) < 0.95 * BOOT_RESAMPLES:
+        return None       # the OCaml tracker's cost itself is not resolved
+    stats.sort()
+    n = len(stats)
+    return stats[int(0.025 * n)], stats[int(math.ceil(0.975 * n)) - 1]
+
+
 # ---- Phase 1: wall time ----------------------------------------------------------
 
 OCAML_LINE = re.compile(r"^ocaml-tracker: .*\bsamples=(\d+)", re.M)
@@ -350,6 +378,9 @@ def analyse_timing(timing: dict, pre: dict, rates: list[float]) -> dict:
                              "ns_per_sample": diff / s * 1e9 if s else None}
         c, o = cost["c"]["ns_per_sample"], cost["ocaml"]["ns_per_sample"]
         cost["ratio_c_over_ocaml"] = c / o if (c is not None and o) else None
+        ci = cost_ratio_ci(*({"on": timing[t][k]["times_s"], "off": timing[t]["off"]["times_s"],
+                              "samples": cost[t]["samples"]} for t in ("c", "ocaml")))
+        cost["ratio_ci"] = list(ci) if ci else None
         res["cost_per_sample"] = {"rate": k, **cost}
     return res
 
@@ -567,14 +598,23 @@ def summarise(results: dict, rates: list[float], callgrind: dict | None) -> list
                      "C tracker instruction overhead at 1e-4 (callgrind), max over benchmarks",
                      "value": imx, "shown": shown, "target": f"< {TARGET_MAX_1E4:.0%}",
                      "verdict": verdict(imx, TARGET_MAX_1E4), "n": len(ins)})
-    ratios = {n: r["analysis"]["cost_per_sample"]["ratio_c_over_ocaml"] for n, r in ok.items()
-              if r["analysis"].get("cost_per_sample", {}).get("ratio_c_over_ocaml") is not None}
+    cps = {n: r["analysis"]["cost_per_sample"] for n, r in ok.items()
+           if r["analysis"].get("cost_per_sample", {}).get("ratio_c_over_ocaml") is not None}
+    ratios = {n: c["ratio_c_over_ocaml"] for n, c in cps.items()}
     cmed, cmax, shown = median_and_worst(ratios, "{:.3f}")
+    # An unresolved ratio (no interval) counts as straddling any target.
+    cis = [c.get("ratio_ci") or [-math.inf, math.inf] for c in cps.values()]
+    clo = statistics.median(x[0] for x in cis) if cis else None
+    chi = statistics.median(x[1] for x in cis) if cis else None
+    if cis:
+        shown += f"; median benchmark's 95% CI [{clo:.3f}, {chi:.3f}]"
     rows.append({"id": "cost_ratio_1e-2", "metric":
                  "per-sample cost C / OCaml tracker at 1e-2, median over benchmarks",
                  "value": cmed, "max": cmax,
                  "shown": shown, "target": f"≤ {TARGET_COST_RATIO}",
-                 "verdict": verdict(cmed, TARGET_COST_RATIO, le=True), "n": len(ratios)})
+                 "verdict": interval_verdict([clo] if cis else [], [chi] if cis else [],
+                                             TARGET_COST_RATIO),
+                 "n": len(ratios)})
     if callgrind:
         ic = {n: e["cost_per_sample"]["ratio_c_over_ocaml"] for n, e in callgrind.items()
               if (e.get("cost_per_sample") or {}).get("ratio_c_over_ocaml") is not None}
@@ -624,6 +664,9 @@ def write_markdown(path: str, meta: dict, results: dict, rates: list[float],
     L.append(f"Generated {meta['finished']} by `{meta['command_line']}` in "
              f"{meta['duration_s']:.0f} s on {meta['nproc']} CPU(s) (shared machine: "
              f"medians and ratios from this one run only; no absolute times quoted).\n")
+    if meta.get("reanalysed"):
+        L.append(f"Analysis and verdicts recomputed on {meta['reanalysed']} from that run's raw "
+                 f"times and counts (`--reanalyse`); nothing was run again.\n")
     L.append(f"- Wall time: {meta['hyperfine']}, `-N`, {meta['runs']} interleaved rounds "
              f"(each variant once per round, rotated order; {meta['warmup']} warmup run per "
              f"variant in round 1). Overhead = median(on) / median(off) − 1.")
@@ -682,17 +725,18 @@ def write_markdown(path: str, meta: dict, results: dict, rates: list[float],
                  "`totals.samples` (last timed run) and from the OCaml tracker's stderr "
                  "summary line (one separate run).\n")
         L.append("| benchmark | C samples | C ns/sample | OCaml samples | OCaml ns/sample | "
-                 "ratio C/OCaml |")
-        L.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+                 "ratio C/OCaml | 95% CI |")
+        L.append("| --- | ---: | ---: | ---: | ---: | ---: | --- |")
         for n, r in results.items():
             cps = r.get("analysis", {}).get("cost_per_sample")
             if not cps:
                 continue
             f = lambda x: "n/a" if x is None else f"{x:.0f}"  # noqa: E731
-            rt = cps["ratio_c_over_ocaml"]
+            rt, ci = cps["ratio_c_over_ocaml"], cps.get("ratio_ci")
             L.append(f"| {n} | {cps['c']['samples']} | {f(cps['c']['ns_per_sample'])} | "
                      f"{cps['ocaml']['samples']} | {f(cps['ocaml']['ns_per_sample'])} | "
-                     f"{'n/a' if rt is None else f'{rt:.3f}'} |")
+                     f"{'n/a' if rt is None else f'{rt:.3f}'} | "
+                     f"{'unresolved' if ci is None else f'[{ci[0]:.3f}, {ci[1]:.3f}]'} |")
         L.append("")
 
     if callgrind is not None:
@@ -754,8 +798,7 @@ def write_markdown(path: str, meta: dict, results: dict, rates: list[float],
         L += [f"- {n}: {x}" for n, x in errs]
         L.append("")
     L.append("Plot: `overhead.svg`. Raw numbers: `overhead.json`.\n")
-    with open(path, "w") as fh:
-        fh.write("\n".join(L))
+    write_atomic(path, "\n".join(L))
 
 
 def write_svg(path: str, results: dict, rates: list[float]) -> None:
@@ -862,8 +905,7 @@ def write_svg(path: str, results: dict, rates: list[float]) -> None:
                  f'stroke-width="2"/><circle cx="{lx + 11}" cy="{y - 4}" r="4" fill="{col}"/>')
         o.append(f'<text x="{lx + 30}" y="{y}">{esc(lab)}</text>')
     o.append("</svg>")
-    with open(path, "w") as fh:
-        fh.write("\n".join(x for x in o if x) + "\n")
+    write_atomic(path, "\n".join(x for x in o if x) + "\n")
 
 
 # ---- Main ---------------------------------------------------------------------
@@ -893,6 +935,9 @@ def parse_args(argv=None):
                    help="parallel callgrind runs (timing is always sequential)")
     p.add_argument("--stock-dir", default=os.path.join(ROOT, "_build", "benchmarks-stock"),
                    help="stock-built benchmarks (make stock-benchmarks)")
+    p.add_argument("--reanalyse", metavar="JSON",
+                   help="recompute verdicts and report from an earlier overhead.json "
+                        "(written to --out) without running anything")
     p.add_argument("--quick", action="store_true",
                    help=f"smoke run: rates {','.join(map(rate_key, QUICK_RATES))}, 3 runs, "
                         f"no warmup, callgrind scales 0.1 and 0.05 (each unless given "
@@ -922,8 +967,46 @@ def parse_args(argv=None):
     return a
 
 
+def write_outputs(out: str, meta: dict, summary: list[dict], results: dict,
+                  rates: list[float], cg: dict | None) -> None:
+    write_atomic(os.path.join(out, "overhead.json"),
+                 json.dumps({"meta": meta, "summary": summary, "benchmarks": results,
+                             "callgrind": cg}, indent=1))
+    write_markdown(os.path.join(out, "overhead.md"), meta, results, rates, cg, summary)
+    write_svg(os.path.join(out, "overhead.svg"), results, rates)
+    for row in summary:
+        log(f"{row['verdict']:4}  {row['metric']}: {row['shown']} (target {row['target']})")
+    log(f"wrote {os.path.join(out, 'overhead.md')}, overhead.json, overhead.svg")
+
+
+def reanalyse(path: str, out: str) -> int:
+    """Recompute the analysis, verdicts and report of an earlier run from the
+    raw times and counts in its overhead.json; nothing is run again."""
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+        meta, results, cg = doc["meta"], doc["benchmarks"], doc["callgrind"]
+        missing = [k for k in ("finished", "command_line", "duration_s", "nproc",
+                               "hyperfine", "runs", "warmup", "patch_id") if k not in meta]
+        if missing:       # the report quotes each of these
+            raise KeyError(", ".join(missing))
+        rates = [float(k) for k in meta["rates"]]
+        for r in results.values():
+            if "timing" in r:
+                r["analysis"] = analyse_timing(r["timing"], r["preflight"], rates)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        die(f"--reanalyse {path}: not an overhead.json written by this script ({e}); "
+            f"run `make bench-overhead` to make one")
+    meta["reanalysed"] = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    os.makedirs(out, exist_ok=True)
+    write_outputs(out, meta, summarise(results, rates, cg), results, rates, cg)
+    return 0
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.reanalyse:
+        return reanalyse(a.reanalyse, a.out)
     started = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     try:
         _, benches = load_manifest(a.manifest)
@@ -995,14 +1078,7 @@ def main(argv=None) -> int:
     summary = summarise(results, a.rates, cg)
     meta["finished"] = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     meta["duration_s"] = time.monotonic() - T0
-    with open(os.path.join(a.out, "overhead.json"), "w") as fh:
-        json.dump({"meta": meta, "summary": summary, "benchmarks": results,
-                   "callgrind": cg}, fh, indent=1)
-    write_markdown(os.path.join(a.out, "overhead.md"), meta, results, a.rates, cg, summary)
-    write_svg(os.path.join(a.out, "overhead.svg"), results, a.rates)
-    for row in summary:
-        log(f"{row['verdict']:4}  {row['metric']}: {row['shown']} (target {row['target']})")
-    log(f"wrote {os.path.join(a.out, 'overhead.md')}, overhead.json, overhead.svg")
+    write_outputs(a.out, meta, summary, results, a.rates, cg)
     if failed:
         print("overhead_study: some measurements failed; see the Errors section of "
               "overhead.md", file=sys.stderr)
