@@ -3,12 +3,15 @@
  * 1. Syntax: comma-separated key=value pairs. Keys: `seed` (unsigned
  *    64-bit decimal), `rate` (float in (0,1], switches the built-in
  *    tracker on), `frames` (1..4096, callstack prefix per sample),
- *    `out` (profile path; `%p` is the pid, `%%` a percent sign).
+ *    `out` (profile path; `%p` is the pid, `%%` a percent sign),
+ *    `live` (how blocks live at exit are told from dead ones: `walk`,
+ *    the default, walks what is reachable; `gc` lets two major cycles
+ *    decide, slower, the same answer, kept to cross-check the walk).
  * 2. Parsed once, on first use, which memprof.c arranges to be the
  *    creation of the main domain: before any OCaml code runs and
  *    before any random number is drawn. The result never changes.
  * 3. Anything malformed (unknown or repeated key, missing `=`, a value
- *    out of range, `frames`/`out` without `rate`) is a usage error:
+ *    out of range, `frames`/`out`/`live` without `rate`) is a usage error:
  *    one line on stderr naming OCAMLMEMPROF, the key and the value, and
  *    exit status 2. Never a silent default.
  *
@@ -30,6 +33,7 @@ static struct caml_memprof_env env = {
   .tracking = false, .rate = 0.0,
   .frames = CAML_MEMPROF_DEFAULT_FRAMES,
   .out = CAML_MEMPROF_DEFAULT_OUT,
+  .live_by_gc = false,
 };
 static bool parsed = false;
 
@@ -100,18 +104,26 @@ static const char *parse_out(const char *val)
   return copy;
 }
 
+static bool parse_live(const char *val)
+{
+  if (strcmp(val, "walk") == 0) return false;
+  if (strcmp(val, "gc") == 0) return true;
+  usage_error("live", val, "expected walk (the default) or gc");
+  return false;
+}
+
 static void parse(char *spec)
 {
   bool seen_seed = false, seen_rate = false, seen_frames = false,
-       seen_out = false;
-  const char *frames_val = NULL;
+       seen_out = false, seen_live = false;
+  const char *frames_val = NULL, *live_val = NULL;
   char *save = NULL;
   for (char *item = strtok_r(spec, ",", &save); item != NULL;
        item = strtok_r(NULL, ",", &save)) {
     char *eq = strchr(item, '=');
     if (eq == NULL) {
       usage_error(item, "", "expected key=value (keys: seed, rate, "
-                  "frames, out)");
+                  "frames, out, live)");
     }
     *eq = '\0';
     const char *key = item, *val = eq + 1;
@@ -124,16 +136,20 @@ static void parse(char *spec)
       seen = &seen_frames; env.frames = parse_frames(val); frames_val = val;
     } else if (strcmp(key, "out") == 0) {
       seen = &seen_out; env.out = parse_out(val);
+    } else if (strcmp(key, "live") == 0) {
+      seen = &seen_live; env.live_by_gc = parse_live(val); live_val = val;
     } else {
-      usage_error(key, val, "unknown key (keys: seed, rate, frames, out)");
+      usage_error(key, val,
+                  "unknown key (keys: seed, rate, frames, out, live)");
       return;
     }
     if (*seen) usage_error(key, val, "key given twice");
     *seen = true;
   }
-  if (!seen_rate && (seen_frames || seen_out)) {
-    usage_error(seen_out ? "out" : "frames",
-                seen_out ? env.out : frames_val,
+  if (!seen_rate && (seen_frames || seen_out || seen_live)) {
+    const char *key = seen_out ? "out" : seen_frames ? "frames" : "live";
+    const char *val = seen_out ? env.out : seen_frames ? frames_val : live_val;
+    usage_error(key, val,
                 "has no effect without rate=, which starts the tracker");
   }
 }

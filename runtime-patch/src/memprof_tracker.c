@@ -16,8 +16,9 @@
  *    `promote`/`dealloc` run inside collections, on every domain in
  *    parallel. Counts are exact sums; nothing is scaled.
  * 4. At exit (caml_memprof_tracker_finish, at most once): stop
- *    sampling, read the GC counters, complete two major cycles so that
- *    dead blocks count as collected, resolve each distinct slot to
+ *    sampling, read the GC counters, have the blocks no longer
+ *    reachable counted as collected (a walk of the heap,
+ *    memprof_reach.c, or else two major cycles), resolve each distinct slot to
  *    source locations once (inlined frames expanded; each distinct
  *    frame object rendered and stored once), merge stacks that resolve
  *    alike, sort them by their frames' ranks (the order of their
@@ -799,14 +800,19 @@ int caml_memprof_tracker_finish(int retcode)
   caml_memprof_stop_c(profile);
   struct gc_totals g = read_gc_totals();
 
-  /* Reachability at exit, not GC timing, decides "live". memprof
-   * judges major blocks when a cycle ends (caml_memprof_after_major_gc,
-   * before the colours flip), so two cycle ends suffice: the one in
-   * progress, which may still have marked a block that died since, and
-   * one whose marking starts after now and finds exactly the reachable
-   * blocks. gc_full_major_res runs a third cycle only to sweep. */
-  caml_minor_collection();
-  for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
+  /* Reachability at exit, not GC timing, decides "live": by a walk of
+   * the heap (memprof_reach.c) where that is exact, else by the GC.
+   * memprof judges major blocks when a cycle ends
+   * (caml_memprof_after_major_gc, before the colours flip), so two
+   * cycle ends suffice: the one in progress, which may still have
+   * marked a block that died since, and one whose marking starts after
+   * now and finds exactly the reachable blocks. gc_full_major_res runs
+   * a third cycle only to sweep. */
+  if (caml_memprof_env()->live_by_gc
+      || !caml_memprof_judge_by_reachability()) {
+    caml_minor_collection();
+    for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
+  }
 
   const char *tmpl = caml_memprof_env()->out;
   char *path = expand_out(tmpl);

@@ -92,12 +92,14 @@ def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None)
     return res
 
 
-def profile(exe, *args, rate, seed=1, frames=16, tmp, name="p.json", **kw):
+def profile(exe, *args, rate, seed=1, frames=16, live=None, tmp, name="p.json", **kw):
     """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""
     out = tmp / name
     spec = f"rate={rate},frames={frames},out={out}"
     if seed is not None:
         spec += f",seed={seed}"
+    if live is not None:
+        spec += f",live={live}"
     res = run(exe, *args, memprof=spec, **kw)
     raw = out.read_bytes()
     return json.loads(raw), raw, res

@@ -14,13 +14,14 @@ BAD = [
     ("rate", "abc"),
     ("frames", "0"), ("frames", "-3"), ("frames", "100000"), ("frames", "x"),
     ("out", ""), ("out", "p%q.json"),
+    ("live", ""), ("live", "yes"), ("live", "GC"),
 ]
 
 
 @pytest.mark.parametrize("key,value", BAD)
 def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
-    if key in ("frames", "out"):
+    if key in ("frames", "out", "live"):
         spec = f"rate=0.01,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
@@ -36,6 +37,7 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("seed=1,seed=2", "twice"),
     ("frames=4", "'4' for key 'frames': has no effect without rate"),
     ("out=x.json", "'x.json' for key 'out': has no effect without rate"),
+    ("live=gc", "'gc' for key 'live': has no effect without rate"),
 ])
 def test_malformed_spec(build, spec, what):
     res = run(build("hello"), memprof=spec, check=False)

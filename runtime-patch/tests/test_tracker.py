@@ -121,6 +121,63 @@ def test_live_at_exit_keep_and_drop(build, tmp_path):
     assert keep["totals"]["promoted_samples"] > 0
 
 
+REACH_KEPT = ["kept_global", "kept_fiber", "kept_closure", "kept_lazy",
+              "kept_finalised", "kept_thread"]
+REACH_DROPPED = ["dropped", "dropped_fiber", "dropped_finalised_last"]
+
+
+def gc_cycles_after_exit_begins(res):
+    """Major cycles the runtime completed after the program's last line
+    ("exiting" on stderr), from the GC log of OCAMLRUNPARAM=v=0x800."""
+    tail = res.stderr.split("exiting\n", 1)[1]
+    return sum("cycle" in line and "completed" in line for line in tail.splitlines())
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+@pytest.mark.parametrize("live", ["walk", "gc"])
+def test_live_at_exit_follows_every_kind_of_reference(build, tmp_path, backend, live):
+    """Each site of reach.ml is wholly reachable at exit or wholly not,
+    through globals, fiber stacks, closures (infix), lazies,
+    finalisers and a blocked systhread; both ways of deciding must say
+    so. The default walk must decide without any major cycle at exit,
+    live=gc with the GC's two."""
+    exe = build("reach", backend=backend, threads=True)
+    prof, _, res = profile(exe, rate=1e-2, live=live, tmp=tmp_path, runparam="v=0x800")
+    check_valid(prof)
+    samples, live_samples = site_totals(prof), site_totals(prof, "live_samples")
+    for site in REACH_KEPT + REACH_DROPPED:
+        fn = f"Reach.{site}"
+        # 20,000 blocks of 4 + 3 words at 1e-2: ~1,400 samples expected.
+        assert binomial_bound_ok(samples[fn], 20_000 * 7, 1e-2), (fn, samples[fn])
+        assert live_samples[fn] == (samples[fn] if site in REACH_KEPT else 0), fn
+    cycles = gc_cycles_after_exit_begins(res)
+    assert cycles == 0 if live == "walk" else cycles >= 2
+
+
+def test_ephemerons_leave_live_at_exit_to_the_gc(build, tmp_path):
+    """The walk does not model ephemerons: once one exists the tracker
+    falls back on major cycles, and the data of an ephemeron whose key
+    is kept stays live."""
+    exe = build("reach", threads=True)
+    prof, _, res = profile(exe, "ephemeron", rate=1e-2, tmp=tmp_path, runparam="v=0x800")
+    check_valid(prof)
+    fn = "Reach.kept_ephemeron"
+    assert site_totals(prof, "live_samples")[fn] == site_totals(prof)[fn] > 0
+    assert gc_cycles_after_exit_begins(res) >= 2
+
+
+@pytest.mark.parametrize("program,args", [
+    ("retain", ["keep"]), ("retain", ["drop"]), ("tracker_sites", []), ("gc_pacing", ["3000"]),
+])
+def test_live_walk_and_gc_cycles_give_identical_profiles(build, tmp_path, program, args):
+    """The walk and the GC's cycles decide the same blocks dead: on these
+    single-threaded programs the two profiles are byte-identical."""
+    exe = build(program)
+    _, walk, _ = profile(exe, *args, rate=1e-2, live="walk", tmp=tmp_path, name="walk.json")
+    _, gc, _ = profile(exe, *args, rate=1e-2, live="gc", tmp=tmp_path, name="gc.json")
+    assert walk == gc
+
+
 def test_same_seed_byte_identical(build, tmp_path):
     exe = build("tracker_sites")
     _, a, _ = profile(exe, rate=1e-3, seed=5, tmp=tmp_path, name="a.json")

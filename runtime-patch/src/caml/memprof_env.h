@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "camlatomic.h"
 #include "misc.h"
 
 #define CAML_MEMPROF_ENV_VAR "OCAMLMEMPROF"
@@ -24,6 +25,7 @@ struct caml_memprof_env {
   double rate;
   intnat frames;
   const char *out;      /* output path template, %p = pid */
+  bool live_by_gc;      /* live=gc: major cycles decide live at exit */
 };
 
 /* The parsed OCAMLMEMPROF, read on first call (when the main domain is
@@ -37,6 +39,14 @@ const struct caml_memprof_env *caml_memprof_env(void);
  * could not be written and `retcode` was 0. */
 void caml_memprof_tracker_start(void);
 int caml_memprof_tracker_finish(int retcode);
+
+/* Exit-time reachability (memprof_reach.c). `judge_by_reachability`
+ * decides which tracked blocks are live at exit by walking the heap,
+ * and returns false, having changed nothing, when it cannot be exact
+ * (several domains running, ephemerons created: weak.c sets the flag)
+ * or runs out of memory; the caller then lets major cycles decide. */
+extern atomic_uintnat caml_memprof_ephemerons_created;
+bool caml_memprof_judge_by_reachability(void);
 
 #endif /* CAML_INTERNALS */
 
