@@ -319,7 +319,8 @@ class OverheadItem(CheckItem):
     check = "overhead"
 
     def setup(self):
-        self.measured = overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"))
+        self.measured = overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
+                                         family_size=len(self.ctx.selected(("overhead",))))
 
     def runtest(self):
         base = self.ctx.baseline(self.bench)
@@ -330,7 +331,8 @@ class OverheadItem(CheckItem):
             raise RegressionFailure(
                 f"benchmark {self.bench!r}: profiling overhead {j['estimate']:+.1%} "
                 f"[{j['ci_low']:+.1%}, {j['ci_high']:+.1%}] exceeds the budget "
-                f"{j['budget']:.0%} (lower bound above budget)")
+                f"{j['budget']:.0%}: {j['above_budget']} of {j['runs']} paired rounds over "
+                f"it, sign test p = {j['p_value']:.2g} <= {j['level']:.2g}")
 
 
 class ProposedItem(CheckItem):

@@ -157,6 +157,8 @@ def _overhead_cell(b: dict) -> str:
     if not o:
         return "-"
     s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
+    if o.get("p_value") is not None:
+        s += f" p={o['p_value']:.2g} n={o['runs']}"
     if o.get("baseline_estimate") is not None:
         s += f" (baseline {o['baseline_estimate'] * 100:+.1f}%)"
     return s

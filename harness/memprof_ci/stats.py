@@ -234,3 +234,19 @@ def paired_overhead_interval(on, off):
     coverage = float(1 - 2 * st.binom.cdf(k - 1, n, 0.5))
     return est, float(ratios[k - 1] - 1), float(ratios[n - k] - 1), coverage
 
+
+
+def overhead_sign_test(on, off, budget):
+    """Exact one-sided sign test of "profiling costs at most `budget`":
+    H0 is median(t_on/t_off) <= 1 + budget, and with `above` of the n
+    paired ratios above 1 + budget, p = P(Binomial(n, 1/2) >= above).
+    Returns (p, above)."""
+    ratios = np.asarray(on, dtype=float) / np.asarray(off, dtype=float)
+    above = int(np.sum(ratios > 1 + budget))
+    return float(st.binom.sf(above - 1, ratios.size, 0.5)), above
+
+
+def rounds_for_level(level):
+    """The fewest paired rounds in which every ratio above the budget is
+    significant at `level` for the sign test: the least n with 2^-n <= level."""
+    return max(1, math.ceil(-math.log2(level) - 1e-12))

@@ -313,6 +313,31 @@ def test_overhead_check(tmp_path):
     assert rep["benchmarks"]["cheap"]["checks"]["overhead"]["outcome"] == "passed"
     assert rep["benchmarks"]["cheap"]["overhead"]["baseline_estimate"] is not None
     assert rep["benchmarks"]["slow"]["overhead"]["ci_low"] > 0.1
+    # Two overhead checks at alpha 0.01: a verdict needs p <= 0.005, so the
+    # three rounds that all found "slow" over budget were confirmed by five
+    # more (2^-8 <= 0.005 < 2^-7), all over budget too.
+    slow = rep["benchmarks"]["slow"]["overhead"]
+    assert (slow["runs"], slow["confirmation_runs"], slow["above_budget"]) == (8, 5, 8)
+    assert slow["p_value"] == 2 ** -8 and slow["level"] == 0.005
+    assert rep["benchmarks"]["cheap"]["overhead"]["confirmation_runs"] == 0
+
+
+def test_overhead_burst_is_outlasted_by_confirmation_rounds(tmp_path):
+    """A benchmark slow with profiling only in the first three timed runs
+    (a burst of load) is over budget in every first round, and passes once
+    the confirmation rounds, which it was not slow in, are counted."""
+    counter = tmp_path / "timed-runs"
+    project(tmp_path, [
+        {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 1.0,
+         "args": ["--slow-first-timed", "3", str(counter)]}], defaults={"overhead_runs": 3})
+    update(tmp_path)
+    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
+            "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    o = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["bursty"]["overhead"]
+    assert o["runs"] == 7 and o["confirmation_runs"] == 4   # 2^-7 <= 0.01 < 2^-6
+    assert o["above_budget"] == 3 and o["status"] == "~" and o["p_value"] > 0.01
+    assert len(counter.read_text().splitlines()) == 7
 
 
 def test_module_and_help(tmp_path):
