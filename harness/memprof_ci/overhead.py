@@ -70,7 +70,7 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
     p, above = overhead_sign_test(t_on, t_off, bench.overhead_budget)
     return {"estimate": est, "ci_low": lo, "ci_high": hi, "runs": len(t_on),
             "confirmation_runs": len(t_on) - bench.overhead_runs,
-            "above_budget": above, "p_value": p, "level": level,
+            "above_budget": above, "p_value": p, "level": level, "screened": screened,
             "median_off_s": float(sorted(t_off)[len(t_off) // 2]),
             "median_on_s": float(sorted(t_on)[len(t_on) // 2]),
             "method": f"median of {len(t_on)} paired back-to-back ratios, "
@@ -100,6 +100,9 @@ def _hyperfine(bench, cmd: list, js: str) -> dict:
 
 
 def judge(measured: dict, budget: float, baseline: dict | None) -> dict:
-    status = "regression" if measured["p_value"] <= measured["level"] else "~"
+    # Only a screened measurement can fail: the number of rounds tested is
+    # then fixed in advance (rounds_for_level), so P(false failure) <= level.
+    status = ("regression" if measured["screened"] and measured["p_value"] <= measured["level"]
+              else "~")
     return {**measured, "budget": budget, "status": status,
             "baseline_estimate": (baseline or {}).get("estimate")}
