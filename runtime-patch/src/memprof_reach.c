@@ -39,7 +39,6 @@
 #define CAML_INTERNALS
 
 #include <stdlib.h>
-#include <string.h>
 #include "caml/camlatomic.h"
 #include "caml/domain.h"
 #include "caml/domain_state.h"
@@ -132,6 +131,15 @@ static Caml_noinline uint64_t *page_bits(struct walk *w, uintnat key,
   return p->bits;
 }
 
+/* The bitmap word holding the visited bit of the header at `hp` in its
+ * page's `bits`, and that bit in `*bit`. */
+Caml_inline uint64_t *bit_of(uint64_t *bits, uintnat hp, uint64_t *bit)
+{
+  uintnat word = (hp >> 3) & (PAGE_WORDS - 1);
+  *bit = (uint64_t)1 << (word & 63);
+  return &bits[word >> 6];
+}
+
 /* Sets the visited bit of the block whose header is at `hp`; true if it
  * was clear. */
 Caml_inline bool first_visit(struct walk *w, uintnat hp)
@@ -140,10 +148,9 @@ Caml_inline bool first_visit(struct walk *w, uintnat hp)
   uint64_t *bits = key == w->last_key ? w->last_bits
                                       : page_bits(w, key, true);
   if (bits == NULL) return false;
-  uintnat word = (hp >> 3) & (PAGE_WORDS - 1);
-  uint64_t bit = (uint64_t)1 << (word & 63);
-  if (bits[word >> 6] & bit) return false;
-  bits[word >> 6] |= bit;
+  uint64_t bit, *cell = bit_of(bits, hp, &bit);
+  if (*cell & bit) return false;
+  *cell |= bit;
   return true;
 }
 
@@ -229,8 +236,8 @@ static bool reachable(value block, void *data)
   uintnat hp = (uintnat)Hp_val(block);
   uint64_t *bits = page_bits(w, (hp >> PAGE_SHIFT) + 1, false);
   if (bits == NULL) return false;
-  uintnat word = (hp >> 3) & (PAGE_WORDS - 1);
-  return (bits[word >> 6] >> (word & 63)) & 1;
+  uint64_t bit;
+  return (*bit_of(bits, hp, &bit) & bit) != 0;
 }
 
 bool caml_memprof_judge_by_reachability(void)
