@@ -170,15 +170,26 @@ def _check_cell(b: dict, check: str, md: bool) -> str:
     return sym
 
 
-def _overhead_cell(b: dict) -> str:
+def _overhead_cell(b: dict, md: bool = False) -> str:
+    """Estimate [interval], the threshold it is judged against and its basis;
+    marked when the overhead check failed."""
     o = b.get("overhead")
     if not o:
         return "-"
     s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
     if o.get("p_value") is not None:
         s += f" p={o['p_value']:.2g} n={o['runs']}"
-    if o.get("baseline_estimate") is not None:
+    if o.get("threshold") is not None:
+        basis = ("baseline up to {:+.1f}% + tolerance".format(o["baseline_ci_high"] * 100)
+                 if o.get("basis") == "baseline" and o.get("baseline_ci_high") is not None
+                 else "budget")
+        s += f" vs {o['threshold'] * 100:+.1f}% ({basis})"
+    elif o.get("baseline_estimate") is not None:
         s += f" (baseline {o['baseline_estimate'] * 100:+.1f}%)"
+    outcome = b.get("checks", {}).get("overhead", {}).get("outcome")
+    if outcome in ("failed", "accepted"):
+        mark = {"failed": ("❌ " if md else "FAIL "), "accepted": ("☑️ " if md else "accepted ")}
+        s = mark[outcome] + s
     return s
 
 
@@ -257,7 +268,7 @@ def _table(headers, rows) -> str:
 def render_terminal(report: dict, max_sites: int = 15) -> str:
     v = verdict(report)
     out = [_headline(report, v)]
-    out.extend(preamble(report))
+    out.extend(mdsafe.printable(x) for x in preamble(report))
     pb = report.get("proposed_baselines")
     if pb:
         lines = _proposed_lines(pb)
@@ -352,7 +363,7 @@ def render_markdown(report: dict) -> str:
         out.append("|---|:-:|:-:|:-:|--:|")
         for name, b in sorted(report["benchmarks"].items()):
             cells = [_check_cell(b, c, True) for c in CHECKS[:3]]
-            out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b)} |")
+            out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
         out.append("")
     imps = worst_first(all_site_rows(report, "improvement"))[::-1]
     if imps:
