@@ -129,6 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directories holding a shard's report.json (or the JSON files)")
     m.add_argument("-v", "--verbose", action="count", default=0,
                    help="show the traceback of an internal error")
+    pl = sub.add_parser("plan", help="what each benchmark's settings can detect, and the "
+                                     "rate or seeds that would detect a target change")
+    pl.add_argument("--manifest", default="benchmarks/benchmarks.toml")
+    pl.add_argument("--baselines", default="baselines")
+    pl.add_argument("--target-mde", type=float, default=0.05,
+                    help="increase to detect with 80%% power (default %(default)s)")
+    pl.add_argument("--target-share", type=float, default=0.05,
+                    help="at every site holding at least this share of the benchmark's "
+                         "allocation (default %(default)s)")
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")
@@ -151,6 +160,8 @@ def main(argv=None) -> int:
             return cmd_merge(args)
         if args.cmd == "list":
             return cmd_list(args)
+        if args.cmd == "plan":
+            return cmd_plan(args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -189,6 +200,33 @@ def cmd_list(args) -> int:
     benches, _, _ = _selected_benchmarks(man, args.shard)
     for b in sorted(benches, key=lambda b: b.name):
         print(b.name)
+    return EXIT_OK
+
+
+def cmd_plan(args) -> int:
+    from . import baseline as bl
+    from .manifest import load_manifest
+    from .plan import plan_benchmark, render
+    for name, v in (("--target-mde", args.target_mde), ("--target-share", args.target_share)):
+        if not (is_finite(v) and 0 < v < 1):
+            raise ConfigError(f"{name} must be in (0, 1), got {v}")
+    man = load_manifest(args.manifest)
+    bases = {}
+    for b in man.benchmarks:
+        path = bl.baseline_path(args.baselines, b.name)
+        if os.path.lexists(path):
+            base = bl.load_baseline(path, b.name)
+            bl.check_compatible(base, b, path)
+            bases[b.name] = base
+    if not bases:
+        raise ConfigError(f"{args.baselines}: no baselines for the benchmarks of "
+                          f"{args.manifest}; record them with `memprof-ci update-baselines`")
+    # Holm runs over every alloc and live row of a check: that many tests.
+    family = sum(len(x.sites) + sum(1 for s in x.sites.values() if s.live_samples)
+                 for x in bases.values())
+    plans = [plan_benchmark(b, bases[b.name], family, args.target_mde, args.target_share)
+             for b in man.benchmarks if b.name in bases]
+    print(render(plans, args.target_mde, args.target_share), end="")
     return EXIT_OK
 
 
@@ -342,7 +380,7 @@ def _cmd_run(args) -> int:
         with open(ini, "w") as fh:
             fh.write("[pytest]\n")
         pargs = [man.path, "-c", ini, "--rootdir", man.directory, "-p", "no:cacheprovider",
-                 "--noconftest", "-rfEsx", "-o", "console_output_style=classic"]
+                 "--noconftest", "--no-header", "-rfEsx", "-o", "console_output_style=classic"]
         if args.keyword:
             pargs += ["-k", args.keyword]
         if args.markexpr:
