@@ -10,8 +10,6 @@ offending file or benchmark and say how to fix it.
 class MemprofError(Exception):
     """Bad input, bad configuration or broken infrastructure: exit 2."""
 
-    exit_code = 2
-
 
 class ConfigError(MemprofError):
     """The manifest or the command line is wrong."""
@@ -35,5 +33,3 @@ class OverBudget(MemprofError):
 
 class RegressionFailure(AssertionError):
     """A check found a regression: the only outcome that maps to exit 1."""
-
-    exit_code = 1

@@ -332,17 +332,6 @@ class CheckItem(pytest.Item):
     def reportinfo(self):
         return self.path, None, f"{self.bench}::{self.check}"
 
-    def _plain(self, excinfo):
-        if isinstance(excinfo.value, (MemprofError, RegressionFailure)):
-            return str(excinfo.value)
-        return None
-
-    def repr_failure(self, excinfo, **kw):
-        return self._plain(excinfo) or super().repr_failure(excinfo, **kw)
-
-    def _repr_failure_py(self, excinfo, style=None):
-        return self._plain(excinfo) or super()._repr_failure_py(excinfo, style=style)
-
     def regression(self, message: str):
         """Fail this check, or, under the accept label with a matching
         proposed baseline, mark it an expected failure ("accepted")."""
@@ -558,8 +547,12 @@ class MemprofPlugin:
         rep = outcome.get_result()
         if not isinstance(item, CheckItem):
             return
+        exc = call.excinfo.value if call.excinfo is not None else None
+        if isinstance(exc, (MemprofError, RegressionFailure)) and rep.failed:
+            # Our own failures and errors read as their one message, not a
+            # traceback of the harness, in any phase.
+            rep.longrepr = str(exc)
         if rep.when == "call" or (rep.when == "setup" and not rep.passed):
-            exc = call.excinfo.value if call.excinfo is not None else None
             if hasattr(rep, "wasxfail"):
                 self.ctx.record(item.bench, item.check, "accepted",
                                 rep.wasxfail.removeprefix("reason: ")

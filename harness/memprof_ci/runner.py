@@ -47,9 +47,8 @@ def _tail(data) -> str:
 def run_once(bench, seed: int, out_dir: str) -> str:
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{bench.name}.{seed}.json")
-    for stale in (out,):
-        if os.path.exists(stale):
-            os.unlink(stale)
+    if os.path.lexists(out):
+        os.unlink(out)
     env = bench_env(bench, {"OCAMLMEMPROF": memprof_env_value(bench.rate, seed, bench.frames, out)})
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "

@@ -133,15 +133,6 @@ def classify(frames: list, grouping: str):
     return idx, fl, fn, via
 
 
-def site_of(frames: list, grouping: str):
-    """(key, file, function, line of the site frame, via) for one stack."""
-    idx, fl, fn, via = classify(frames, grouping)
-    if idx is None:
-        return UNKNOWN, None, None, None, None
-    line = frames[idx].get("line")
-    return (site_label(fn, fl, line) if grouping == "line" else site_label(fn, fl)), fl, fn, line, via
-
-
 @dataclass
 class Aggregate:
     """Samples of one benchmark summed over runs (seeds), grouped into sites."""

@@ -18,6 +18,8 @@ import math
 import numpy as np
 from scipy import stats as st
 
+from .profile import WORD_BYTES
+
 POWER = 0.80
 CONFIDENCE = 0.95
 
@@ -119,7 +121,7 @@ def site_rows(benchmark: str, check: str, cur_sites: dict, base_sites: dict,
             "lines": info.get("lines"),
             "baseline_samples": bi, "current_samples": ci,
             "baseline_exposure": e_base, "current_exposure": e_cur,
-            "baseline_bytes": bi / e_base * 8, "current_bytes": ci / e_cur * 8,
+            "baseline_bytes": bi / e_base * WORD_BYTES, "current_bytes": ci / e_cur * WORD_BYTES,
             "share": share, "p0": float(t["p0"]),
             "ratio": _f(t["ratio"][i]), "ci_low": _f(t["lo"][i]), "ci_high": _f(t["hi"][i]),
             "p_raw": float(t["p_inc"][i]), "p_raw_decrease": float(t["p_dec"][i]),
