@@ -18,9 +18,11 @@ import json
 import os
 import subprocess
 import tempfile
+from collections import Counter
 
+from . import validate as V
 from .errors import InputError
-from .profile import VERSION as PROFILE_VERSION, load_json
+from .profile import GC_KEYS, VERSION as PROFILE_VERSION, load_json
 from .sites import GROUPINGS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
@@ -79,11 +81,23 @@ def dumps(doc: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` so that readers see the old or the new file,
+    never a part.  The temporary file is created exclusively (mkstemp) in the
+    same directory and renamed over `path`; a symlink at `path` is replaced,
+    never followed.  The file gets the usual 0666 & ~umask mode."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=".json", dir=d)
+    suffix = os.path.splitext(path)[1] or ".tmp"
+    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=suffix, dir=d)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
@@ -111,8 +125,73 @@ def is_baseline_doc(doc) -> bool:
     return isinstance(doc, dict) and doc.get("format") == FORMAT
 
 
-def load_baseline(path: str) -> Aggregate:
-    return parse_baseline(load_json(path, "baseline"), path)
+def load_baseline(path: str, name: str | None = None) -> Aggregate:
+    """Read a baseline file: a regular file (never through a symlink), fully
+    validated, and, given `name`, recorded for that benchmark."""
+    agg = parse_baseline(load_json(path, "baseline", regular=True), path)
+    if name is not None and agg.name != name:
+        raise InputError(f"{path}: baseline records benchmark {agg.name!r}, not {name!r}; "
+                         f"regenerate it with `memprof-ci update-baselines -k {name}`")
+    return agg
+
+
+def _lines(m, where: str) -> Counter:
+    if not isinstance(m, dict):
+        raise InputError(f"{where} must be an object of line -> samples")
+    out = Counter()
+    for k, v in m.items():
+        if k in ("null", "None"):
+            line = None
+        elif k.isdigit() and len(k) <= 9:
+            line = int(k)
+        else:
+            raise InputError(f"{where}: key {k[:40]!r} is not a line number")
+        out[line] = V.count(v, f"{where}.{k}")
+    return out
+
+
+def _site(key: str, d, where: str) -> Site:
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be an object")
+    samples = V.count(d.get("samples"), f"{where}.samples")
+    live = V.count(d.get("live_samples"), f"{where}.live_samples")
+    if live > samples:
+        raise InputError(f"{where}: live_samples {live} exceeds samples {samples}")
+    line = d.get("line")
+    if line is not None and not V.is_count(line):
+        raise InputError(f"{where}.line must be null or a line number")
+    via = d.get("via", {})
+    if not isinstance(via, dict):
+        raise InputError(f"{where}.via must be an object")
+    return Site(key=key, file=V.text(d.get("file"), f"{where}.file", optional=True),
+                function=V.text(d.get("function"), f"{where}.function", optional=True),
+                line=line, samples=samples, live_samples=live,
+                lines=_lines(d.get("lines", {}), f"{where}.lines"),
+                live_lines=_lines(d.get("live_lines", {}), f"{where}.live_lines"),
+                via=Counter({V.text(k, f"{where}.via key"): V.count(v, f"{where}.via.{k}")
+                             for k, v in via.items()}))
+
+
+def _gc(d, where: str) -> dict:
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be an object")
+    out = {}
+    for k in GC_KEYS:
+        if k not in d:
+            raise InputError(f"{where}.{k} is missing")
+        out[k] = V.finite(d[k], f"{where}.{k}", lo=0, hi=V.MAX_COUNT)
+    return out
+
+
+def _overhead(d, where: str):
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be null or an object")
+    for k in ("estimate", "ci_low", "ci_high"):
+        if d.get(k) is not None:
+            V.finite(d[k], f"{where}.{k}", lo=-1)
+    return d
 
 
 def parse_baseline(doc, path: str) -> Aggregate:
@@ -128,42 +207,74 @@ def parse_baseline(doc, path: str) -> Aggregate:
                          f"{doc.get('profile_format_version')!r}, expected "
                          f"{PROFILE_VERSION}; {fix}")
     try:
+        for k in ("benchmark", "config", "totals", "gc", "sites"):
+            if k not in doc:
+                raise InputError(f"key `{k}` is missing")
         cfg = doc["config"]
-        rate, seeds, frames, grouping = cfg["rate"], cfg["seeds"], cfg["frames"], cfg["grouping"]
-        if not (isinstance(rate, (int, float)) and 0 < rate <= 1):
-            raise ValueError("config.rate")
-        if not (isinstance(seeds, list) and seeds):
-            raise ValueError("config.seeds")
-        if grouping not in GROUPINGS:
-            raise ValueError("config.grouping")
-        sites = {k: Site.from_json(k, v) for k, v in doc["sites"].items()}
-        agg = Aggregate(name=str(doc["benchmark"]), rate=float(rate), seeds=list(seeds),
-                        frames=int(frames), grouping=grouping,
-                        ocaml_version=doc.get("ocaml_version"), backend=doc.get("backend"),
-                        gc={k: float(v) for k, v in doc["gc"].items()},
-                        gc_runs=list(doc.get("gc_runs") or []),
-                        total_samples=int(doc["totals"]["samples"]),
-                        total_live=int(doc["totals"]["live_samples"]),
+        if not isinstance(cfg, dict):
+            raise InputError("config must be an object")
+        rate = V.finite(cfg.get("rate"), "config.rate", lo=0, hi=1, lo_open=True)
+        seeds = cfg.get("seeds")
+        if not (isinstance(seeds, list) and seeds and len(seeds) <= 10_000):
+            raise InputError("config.seeds must be a non-empty list")
+        for i, sd in enumerate(seeds):
+            V.count(sd, f"config.seeds[{i}]")
+        frames = V.count(cfg.get("frames"), "config.frames")
+        if cfg.get("grouping") not in GROUPINGS:
+            raise InputError(f"config.grouping must be one of {', '.join(GROUPINGS)}")
+        totals = doc["totals"]
+        if not isinstance(totals, dict):
+            raise InputError("totals must be an object")
+        raw_sites = doc["sites"]
+        if not isinstance(raw_sites, dict):
+            raise InputError("sites must be an object")
+        sites = {V.text(k, "site key"): _site(k, v, f"sites[{k[:80]!r}]")
+                 for k, v in raw_sites.items()}
+        runs = doc.get("gc_runs") or []
+        if not isinstance(runs, list):
+            raise InputError("gc_runs must be a list")
+        agg = Aggregate(name=V.text(doc["benchmark"], "benchmark", limit=200), rate=rate,
+                        seeds=list(seeds), frames=frames, grouping=cfg["grouping"],
+                        ocaml_version=V.text(doc.get("ocaml_version"), "ocaml_version",
+                                             optional=True, limit=100),
+                        backend=V.text(doc.get("backend"), "backend", optional=True,
+                                       limit=100),
+                        gc=_gc(doc["gc"], "gc"),
+                        gc_runs=[_gc(r, f"gc_runs[{i}]") for i, r in enumerate(runs)],
+                        total_samples=V.count(totals.get("samples"), "totals.samples"),
+                        total_live=V.count(totals.get("live_samples"), "totals.live_samples"),
                         sites=sites, sources=[path])
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise InputError(f"{path}: malformed baseline ({type(e).__name__}: {e}); {fix}") from None
-    if sum(s.samples for s in sites.values()) != agg.total_samples:
+        meta = {"overhead": _overhead(doc.get("overhead"), "overhead"),
+                "patch_id": V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200),
+                "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
+                                     limit=200),
+                "path": path}
+    except InputError as e:
+        raise InputError(f"{path}: malformed baseline: {e}; {fix}") from None
+    if sum(s.samples for s in sites.values()) != agg.total_samples or \
+            sum(s.live_samples for s in sites.values()) != agg.total_live:
         raise InputError(f"{path}: malformed baseline (site samples do not sum to "
-                         f"totals.samples); {fix}")
-    agg.meta = {"overhead": doc.get("overhead"), "patch_id": doc.get("patch_id"),
-                "git_commit": doc.get("git_commit"), "path": path}
+                         f"totals); {fix}")
+    agg.meta = meta
     return agg
 
 
-def check_compatible(base: Aggregate, bench, path: str) -> None:
-    """A baseline is only comparable if taken with the same sampling setup."""
+def incompatibility(base: Aggregate, bench, path: str) -> str | None:
+    """Why a baseline cannot be compared with runs of `bench`, or None."""
     want = {"rate": bench.rate, "seeds": list(bench.seeds), "frames": bench.frames,
             "grouping": bench.grouping}
     have = {"rate": base.rate, "seeds": list(base.seeds), "frames": base.frames,
             "grouping": base.grouping}
-    for k in ("rate", "seeds", "frames", "grouping"):
-        if want[k] != have[k]:
-            raise InputError(
-                f"{path}: baseline for {bench.name!r} was made with {k}={have[k]!r} but "
-                f"the manifest asks {k}={want[k]!r}; run `memprof-ci update-baselines "
-                f"-k {bench.name}` or restore the manifest setting")
+    diff = [k for k in ("rate", "seeds", "frames", "grouping") if want[k] != have[k]]
+    if not diff:
+        return None
+    return ", ".join(f"{k}={have[k]!r} (judged with {want[k]!r})" for k in diff)
+
+
+def check_compatible(base: Aggregate, bench, path: str) -> None:
+    """A baseline is only comparable if taken with the same sampling setup."""
+    why = incompatibility(base, bench, path)
+    if why:
+        raise InputError(
+            f"{path}: baseline for {bench.name!r} was made with {why}; run `memprof-ci "
+            f"update-baselines -k {bench.name}` or restore the manifest setting")

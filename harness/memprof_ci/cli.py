@@ -4,7 +4,10 @@
 `compare` and `merge` run nothing.  Invariants: the process exit code is 0
 (no regression), 1 (regression) or 2 (usage, configuration or infrastructure
 error), derived from report.verdict() and never from pytest's own code
-alone; every MemprofError is printed as one line, without a traceback.
+alone; every MemprofError is printed as one line, without a traceback, and
+any other exception is an internal error: one line and exit 2 (the
+traceback only with -v), never 1.  This module only parses arguments and
+dispatches: decisions live in compare/merge, reading in the loaders.
 """
 
 from __future__ import annotations
@@ -15,23 +18,35 @@ import os
 import shutil
 import sys
 import tempfile
+import traceback
 
 from . import __version__
-from .errors import ConfigError, InputError, MemprofError
+from .errors import ConfigError, InfraError, InputError, MemprofError
 from .manifest import SETTINGS
+from .validate import is_finite
 
-EXIT_OK, EXIT_REGRESSION, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def _err(msg: str) -> None:
     print(f"memprof-ci: error: {msg}", file=sys.stderr)
 
 
-def _add_run_options(p, check: bool):
+def _add_run_options(p, check: bool, profile: bool = False):
     p.add_argument("--manifest", default="benchmarks/benchmarks.toml",
                    help="benchmark manifest (TOML); default: %(default)s")
-    p.add_argument("--baselines", default="baselines",
-                   help="directory of baseline files; default: %(default)s/")
+    p.add_argument("--base-manifest", metavar="FILE",
+                   help="the base branch's manifest: every setting that decides a verdict "
+                        "(rate, seeds, frames, grouping, alpha, min_effect, min_share, "
+                        "tolerances, overhead budget and runs) is taken from it; --manifest "
+                        "then only says how to run and may add benchmarks")
+    if profile:
+        p.add_argument("--out", required=True, metavar="DIR",
+                       help="run directory to write (run.json and profiles/) for "
+                            "`memprof-ci check --from-run DIR`")
+    else:
+        p.add_argument("--baselines", default="baselines",
+                       help="directory of baseline files; default: %(default)s/")
     p.add_argument("-k", dest="keyword", metavar="EXPR",
                    help="only run checks matching the pytest keyword expression")
     p.add_argument("-m", dest="markexpr", metavar="EXPR",
@@ -42,11 +57,21 @@ def _add_run_options(p, check: bool):
     p.add_argument("-q", "--quiet", action="count", default=0, help="less pytest output")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the hyperfine overhead measurement")
-    p.add_argument("--profiles-dir", metavar="DIR",
-                   help="keep the raw profiles in DIR (default: a temporary directory)")
+    if not profile:
+        p.add_argument("--profiles-dir", metavar="DIR",
+                       help="keep the raw profiles in DIR (default: a temporary directory)")
     p.add_argument("--shard", metavar="K/N",
                    help="run only shard K of N (round-robin over sorted benchmark names)")
     if check:
+        p.add_argument("--from-run", metavar="DIR", action="append", default=[],
+                       help="judge the profiles of a `memprof-ci profile` run directory "
+                            "instead of running the benchmarks (repeatable, one per shard)")
+        p.add_argument("--accept-changes", action="store_true",
+                       help="(the maintainer's accept label) a regression of a benchmark "
+                            "whose proposed baseline changed and matches the measurement "
+                            "is accepted; needs --proposed-baselines")
+        p.add_argument("--note", metavar="TEXT", action="append", default=[],
+                       help="a line for the report's notes (repeatable)")
         p.add_argument("--proposed-baselines", metavar="DIR",
                        help="baselines proposed by the change under test; they are diffed "
                             "against --baselines and must agree with the measurement")
@@ -72,6 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
                      True)
     _add_run_options(sub.add_parser("update-baselines",
                                     help="run benchmarks and rewrite their baselines"), False)
+    _add_run_options(sub.add_parser("profile",
+                                    help="run benchmarks and keep their profiles and overhead "
+                                         "in a run directory, for a separate judge "
+                                         "(check --from-run)"), False, profile=True)
     c = sub.add_parser("compare", help="compare two profiles, profile directories or "
                                        "baselines without running anything (A = before, B = after)")
     c.add_argument("a", metavar="A")
@@ -86,10 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
                    default=SETTINGS["gc_timing_tolerance"])
     c.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
     c.add_argument("--report-dir", metavar="DIR", help="also write report.md and report.json")
+    c.add_argument("-v", "--verbose", action="count", default=0,
+                   help="show the traceback of an internal error")
     m = sub.add_parser("merge", help="combine shard reports into one report and verdict")
     m.add_argument("out_dir", metavar="OUT_DIR")
     m.add_argument("shards", metavar="SHARD_DIR", nargs="+",
                    help="directories holding a shard's report.json (or the JSON files)")
+    m.add_argument("-v", "--verbose", action="count", default=0,
+                   help="show the traceback of an internal error")
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")
@@ -104,7 +137,7 @@ def main(argv=None) -> int:
     except SystemExit as e:
         return EXIT_ERROR if e.code not in (0, None) else EXIT_OK
     try:
-        if args.cmd in ("check", "update-baselines"):
+        if args.cmd in ("check", "update-baselines", "profile"):
             return cmd_run(args)
         if args.cmd == "compare":
             return cmd_compare(args)
@@ -118,36 +151,62 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return EXIT_ERROR
+    except RecursionError:
+        _err("internal error: input nested too deeply")
+        return EXIT_ERROR
+    except Exception as e:  # noqa: BLE001 - an internal error must never read as exit 1
+        if getattr(args, "verbose", 0):
+            traceback.print_exc()
+        msg = " ".join(f"{type(e).__name__}: {e}".split())
+        print(f"memprof-ci: internal error: {msg[:500]} (run with -v for the traceback)",
+              file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_ERROR
 
 
-def _selected_benchmarks(manifest, shard_spec):
+def _selected_benchmarks(manifest, shard_spec, extra=()):
+    """The manifest's benchmarks (and `extra` names: trusted baselines the
+    manifest lacks) that this shard owns, round-robin over all names."""
     from .manifest import parse_shard, shard_names
     if not shard_spec:
-        return list(manifest.benchmarks), None
+        return list(manifest.benchmarks), sorted(extra), None
     k, n = parse_shard(shard_spec)
-    keep = set(shard_names(manifest.names(), k, n))
-    return [b for b in manifest.benchmarks if b.name in keep], (k, n)
+    keep = set(shard_names(manifest.names() + list(extra), k, n))
+    return ([b for b in manifest.benchmarks if b.name in keep],
+            sorted(x for x in extra if x in keep), (k, n))
 
 
 def cmd_list(args) -> int:
     from .manifest import load_manifest
     man = load_manifest(args.manifest)
-    benches, _ = _selected_benchmarks(man, args.shard)
+    benches, _, _ = _selected_benchmarks(man, args.shard)
     for b in sorted(benches, key=lambda b: b.name):
         print(b.name)
     return EXIT_OK
 
 
+def _check_output_paths(report_dir, results_json, out=None) -> None:
+    """Refuse output paths that cannot be written before anything runs."""
+    for flag, path in (("--report-dir", report_dir), ("--out", out)):
+        if path and os.path.lexists(path) and not os.path.isdir(path):
+            raise ConfigError(f"{flag} {path}: exists and is not a directory")
+    if results_json and os.path.isdir(results_json):
+        raise ConfigError(f"--results-json {results_json}: is a directory; name a file")
+
+
 def _write_reports(rep: dict, report_dir: str | None, results_json: str | None) -> None:
     from .baseline import write_atomic
     from .report import render_markdown, to_json
-    if report_dir:
-        os.makedirs(report_dir, exist_ok=True)
-        write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
-        write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
-    if results_json:
-        write_atomic(results_json, to_json(rep))
+    try:
+        if report_dir:
+            os.makedirs(report_dir, exist_ok=True)
+            write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
+            write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
+        if results_json:
+            write_atomic(results_json, to_json(rep))
+    except OSError as e:
+        raise InfraError(f"cannot write the report: {e.filename or ''}: "
+                         f"{e.strerror or e}") from None
 
 
 def cmd_run(args) -> int:
@@ -166,39 +225,110 @@ def cmd_run(args) -> int:
         raise
 
 
+def _trusted_names(baselines_dir: str) -> list:
+    """Benchmark names of the *.json files in a baselines directory."""
+    if not os.path.isdir(baselines_dir):
+        return []
+    return sorted(n[:-5] for n in os.listdir(baselines_dir)
+                  if n.endswith(".json") and not n.startswith("."))
+
+
+def _plan(args, update: bool, profile: bool):
+    """Manifest, selection and everything the run needs from the command
+    line and the files it names; raises ConfigError/InputError early."""
+    from . import baseline as bl
+    from . import runstore
+    from .manifest import judged_with, load_manifest
+    man = load_manifest(args.manifest)
+    changes = []
+    if args.base_manifest:
+        man, changes = judged_with(man, load_manifest(args.base_manifest))
+    check = not update and not profile
+    baselines = None if profile else args.baselines
+    proposed = args.proposed_baselines if check else None
+    if proposed and not os.path.isdir(proposed):
+        raise ConfigError(f"--proposed-baselines {proposed}: not a directory")
+    if check and args.accept_changes and not proposed:
+        raise ConfigError("--accept-changes needs --proposed-baselines: only a change whose "
+                          "proposed baselines match the measured code can be accepted")
+    if baselines and os.path.lexists(baselines) and not os.path.isdir(baselines):
+        raise ConfigError(f"--baselines {baselines}: not a directory")
+    _check_output_paths(args.report_dir if check else None,
+                        args.results_json if check else None,
+                        args.out if profile else None)
+    missing = {}
+    if check:
+        in_manifest = set(man.names())
+        for name in _trusted_names(baselines):
+            if name in in_manifest:
+                continue
+            gone = proposed and not os.path.lexists(bl.baseline_path(proposed, name))
+            missing[name] = "removed" if gone else "missing"
+    benches, extra, shard = _selected_benchmarks(man, args.shard, missing)
+    missing = {k: missing[k] for k in extra}
+    run_entries, patch_ids = None, []
+    if check and args.from_run:
+        run_entries, patch_ids = runstore.read_all(args.from_run)
+    return man, benches, missing, shard, changes, run_entries, patch_ids
+
+
+def _patch_notes(report: dict, running: list) -> list:
+    """Baselines recorded with another runtime patch than the one running."""
+    running = sorted({p for p in running if p})
+    if not running:
+        return []
+    out = []
+    for name, b in sorted(report["benchmarks"].items()):
+        rec = (b.get("baseline") or {}).get("patch_id")
+        if rec and rec not in running:
+            out.append(f"{name}: baseline recorded with runtime patch {rec}, measured with "
+                       f"{', '.join(running)}")
+    return out
+
+
 def _cmd_run(args) -> int:
     import pytest
 
     from . import baseline as bl
-    from .manifest import load_manifest
+    from . import runstore
     from .plugin import Context, MemprofPlugin, finish_report
     from .report import render_terminal, verdict
 
     update = args.cmd == "update-baselines"
-    man = load_manifest(args.manifest)
-    benches, shard = _selected_benchmarks(man, args.shard)
-    proposed = None if update else args.proposed_baselines
-    if proposed and not os.path.isdir(proposed):
-        raise ConfigError(f"--proposed-baselines {proposed}: not a directory")
-    if not update and args.baselines and os.path.exists(args.baselines) and \
-            not os.path.isdir(args.baselines):
-        raise ConfigError(f"--baselines {args.baselines}: not a directory")
-    report_dir = None if update else args.report_dir
-    results_json = None if update else args.results_json
+    profile = args.cmd == "profile"
+    man, benches, missing, shard, changes, run_entries, patch_ids = _plan(args, update, profile)
+    check = not update and not profile
+    report_dir = args.report_dir if check else None
+    results_json = args.results_json if check else None
+    baselines_dir = os.path.abspath(args.baselines) if not profile else None
+    proposed = args.proposed_baselines if check else None
+    if profile:
+        os.makedirs(args.out, exist_ok=True)
 
     work = tempfile.mkdtemp(prefix="memprof-ci.")
     try:
-        ctx = Context(man, benches, os.path.abspath(args.baselines), work,
-                      mode="update" if update else "check",
+        profiles_dir = (runstore.profiles_dir(os.path.abspath(args.out)) if profile else
+                        os.path.abspath(args.profiles_dir) if args.profiles_dir else None)
+        ctx = Context(man, benches, baselines_dir, work,
+                      mode="update" if update else "profile" if profile else "check",
                       proposed_dir=os.path.abspath(proposed) if proposed else None,
                       no_overhead=args.no_overhead, strict=getattr(args, "strict", False),
-                      shard=shard,
-                      profiles_dir=os.path.abspath(args.profiles_dir) if args.profiles_dir else None)
-        if not benches:
+                      shard=shard, profiles_dir=profiles_dir, missing=missing,
+                      run_entries=run_entries,
+                      accept=check and args.accept_changes,
+                      overhead_family=len(man.benchmarks))
+        rep = ctx.report
+        if changes:
+            rep["settings_changes"] = changes
+        if check:
+            rep["notes"].extend(args.note)
+        if not benches and not missing:
             # An empty shard (N larger than the number of benchmarks) is legal.
-            from .plugin import finish_report as _fin
-            rep = _fin(ctx)
+            rep = finish_report(ctx)
             _write_reports(rep, report_dir, results_json)
+            if profile:
+                runstore.write(os.path.abspath(args.out), os.environ.get("MEMPROF_CI_PATCH_ID")
+                               or None, {})
             print(f"memprof-ci: shard {args.shard} has no benchmarks")
             return EXIT_OK
         ini = os.path.join(work, "pytest.ini")
@@ -234,20 +364,29 @@ def _cmd_run(args) -> int:
             raise ConfigError("no checks selected; check -k/-m/--shard against "
                               f"`memprof-ci list --manifest {args.manifest}`")
         rep = finish_report(ctx)
+        running = patch_ids if run_entries is not None else \
+            [os.environ.get("MEMPROF_CI_PATCH_ID")]
+        notes = _patch_notes(rep, running)
+        if notes:
+            rep["patch_notes"] = notes
         if ret in (2, 3, 4):
             rep.setdefault("errors", []).append(f"pytest stopped with exit code {ret} "
                                                 f"(interrupted, internal or usage error)")
-            rep["verdict"] = verdict(rep)
         elif ret == 1 and rep["verdict"]["exit_code"] == 0:
             rep.setdefault("errors", []).append("pytest reported failures that memprof-ci did "
                                                 "not record (collection error?)")
-            rep["verdict"] = verdict(rep)
+        rep["verdict"] = verdict(rep)
         _write_reports(rep, report_dir, results_json)
         print()
         if update:
             for name, b in sorted(rep["benchmarks"].items()):
                 if b.get("baseline_written"):
                     print(f"memprof-ci: wrote {b['baseline_written']}")
+        elif profile:
+            path = runstore.write(os.path.abspath(args.out),
+                                  os.environ.get("MEMPROF_CI_PATCH_ID") or None,
+                                  ctx.results_for_run_dir())
+            print(f"memprof-ci: wrote {path}")
         else:
             print(render_terminal(rep), end="")
         for e in rep["verdict"]["errors"]:
@@ -268,11 +407,13 @@ def cmd_compare(args) -> int:
     from .report import new_report, verdict
 
     for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
-        if not lo < v < hi:
+        if not (is_finite(v) and lo < v < hi):
             raise ConfigError(f"{name} must be in ({lo}, {hi}), got {v}")
-    if args.min_effect < 0 or args.gc_tolerance < 0 or args.gc_timing_tolerance < 0:
-        raise ConfigError("--min-effect, --gc-tolerance and --gc-timing-tolerance "
-                          "must be non-negative")
+    for name, v in (("--min-effect", args.min_effect), ("--gc-tolerance", args.gc_tolerance),
+                    ("--gc-timing-tolerance", args.gc_timing_tolerance)):
+        if not (is_finite(v) and v >= 0):
+            raise ConfigError(f"{name} must be a finite non-negative number, got {v}")
+    _check_output_paths(args.report_dir, None)
     grouping = args.grouping or "function"
     A = load_side(args.a, grouping)
     B = load_side(args.b, grouping)
@@ -325,44 +466,11 @@ def cmd_compare(args) -> int:
 
 def cmd_merge(args) -> int:
     from .compare import finalize
-    from .profile import load_json
-    from .report import REPORT_FORMAT, REPORT_VERSION, new_report, render_terminal, verdict
+    from .merge import merge
+    from .report import render_terminal, verdict
 
-    rep = new_report("merge")
-    seen_shards, count = set(), None
-    prop = {"benchmarks": {}}
-    any_prop = False
-    for d in args.shards:
-        path = os.path.join(d, "report.json") if os.path.isdir(d) else d
-        doc = load_json(path, "shard report")
-        if not isinstance(doc, dict) or doc.get("format") != REPORT_FORMAT or \
-                doc.get("version") != REPORT_VERSION or not isinstance(doc.get("benchmarks"), dict):
-            raise InputError(f"{path}: not a memprof-ci report (version {REPORT_VERSION}); pass "
-                             f"the --report-dir or --results-json output of `memprof-ci check`")
-        sh = doc.get("shard")
-        if sh:
-            if count is not None and sh["count"] != count:
-                raise InputError(f"{path}: shard {sh['index']}/{sh['count']} does not belong to "
-                                 f"a run of {count} shards")
-            count = sh["count"]
-            if sh["index"] in seen_shards:
-                raise InputError(f"{path}: shard {sh['index']}/{count} given twice")
-            seen_shards.add(sh["index"])
-        for name, b in doc["benchmarks"].items():
-            if name in rep["benchmarks"]:
-                raise InputError(f"{path}: benchmark {name!r} appears in more than one shard")
-            rep["benchmarks"][name] = b
-        rep["notes"].extend(doc.get("notes", []))
-        rep.setdefault("errors", []).extend(doc.get("errors", []))
-        if doc.get("proposed_baselines"):
-            any_prop = True
-            prop["benchmarks"].update(doc["proposed_baselines"].get("benchmarks", {}))
-    if count is not None:
-        missing = sorted(set(range(1, count + 1)) - seen_shards)
-        if missing:
-            rep["errors"].append(f"missing shard report(s) {', '.join(f'{k}/{count}' for k in missing)}")
-    if any_prop:
-        rep["proposed_baselines"] = prop
+    _check_output_paths(args.out_dir, None)
+    rep = merge(args.shards)
     finalize(rep)
     rep["verdict"] = verdict(rep)
     _write_reports(rep, args.out_dir, None)

@@ -57,10 +57,35 @@ def regression_message(name: str, check: str, regs: list) -> str:
 
 
 _CHECK_OF = {"alloc": "alloc_sites", "live": "live"}
+# Checks whose failure a maintainer's accept label can turn into "accepted".
+ACCEPTABLE = ("alloc_sites", "live", "gc_totals", "overhead")
+
+
+def accept_changes(report: dict) -> None:
+    """With report["accept_changes"] (the accept label), a failed check of a
+    benchmark whose proposed baseline changed and matches what the code
+    measures (its proposed_baseline check passed) becomes "accepted".
+    Nothing else is accepted: a benchmark without a matching proposed
+    baseline still fails, and a missing benchmark still fails."""
+    if not report.get("accept_changes"):
+        return
+    accepted = []
+    for name, b in sorted(report["benchmarks"].items()):
+        checks = b.get("checks", {})
+        if checks.get("proposed_baseline", {}).get("outcome") != "passed":
+            continue
+        for check in ACCEPTABLE:
+            c = checks.get(check)
+            if c and c["outcome"] in ("failed", "accepted"):
+                c["outcome"] = "accepted"
+                accepted.append({"benchmark": name, "check": check,
+                                 "message": c.get("message", "")})
+    report["accepted"] = accepted
 
 
 def finalize(report: dict) -> None:
-    """Apply Holm over the whole report and refresh alloc/live outcomes."""
+    """Apply Holm over the whole report, refresh alloc/live outcomes, then
+    apply the accept label (accept_changes)."""
     rows = []
     for b in report["benchmarks"].values():
         for key in ("alloc", "live"):
@@ -74,8 +99,10 @@ def finalize(report: dict) -> None:
         checks = b.setdefault("checks", {})
         for key, check in _CHECK_OF.items():
             c = checks.get(check)
-            if b.get(key) is not None and c and c["outcome"] in ("passed", "failed"):
+            if b.get(key) is not None and c and c["outcome"] in ("passed", "failed",
+                                                                  "accepted"):
                 checks[check] = check_outcome(b[key], key, name)
+    accept_changes(report)
 
 
 # ------------------------------------------------------------ compare sides

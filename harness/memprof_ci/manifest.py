@@ -9,12 +9,14 @@ and wrong types are errors, never silently ignored.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .validate import is_finite
 from .sites import GROUPINGS
 
 # Settings allowed both in [defaults] and per benchmark, with their defaults.
@@ -32,6 +34,11 @@ SETTINGS = {
     "grouping": "function",
     "timeout": 600.0,
 }
+# The settings that decide a verdict.  On a pull request they come from the
+# base branch's manifest (judged_with); the pull request's own manifest only
+# says how to build and run (command, cwd, env, timeout) and may add
+# benchmarks.
+VERDICT_SETTINGS = tuple(k for k in SETTINGS if k != "timeout")
 BENCH_ONLY = ("name", "command", "cwd", "env")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -74,7 +81,7 @@ class Manifest:
 
 
 def _num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return is_finite(v)
 
 
 def _check_setting(where: str, key: str, v):
@@ -85,27 +92,29 @@ def _check_setting(where: str, key: str, v):
             raise bad(f"must be a number in (0, 1], got {v!r}")
         return float(v)
     if key == "seeds":
-        if not isinstance(v, list) or not v or not all(
-                isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in v):
-            raise bad(f"must be a non-empty list of non-negative integers, got {v!r}")
+        if not isinstance(v, list) or not 0 < len(v) <= 1000 or not all(
+                isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 62 for s in v):
+            raise bad(f"must be a non-empty list of at most 1000 integers in [0, 2^62), "
+                      f"got {v!r}")
         if len(set(v)) != len(v):
             raise bad(f"has duplicate seeds {v!r}")
         return list(v)
     if key in ("frames", "overhead_runs"):
-        if not isinstance(v, int) or isinstance(v, bool) or v < (1 if key == "frames" else 2):
-            raise bad(f"must be an integer >= {1 if key == 'frames' else 2}, got {v!r}")
+        lo, hi = (1, 4096) if key == "frames" else (2, 1000)
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise bad(f"must be an integer in [{lo}, {hi}], got {v!r}")
         return v
     if key in ("alpha", "min_share"):
         if not _num(v) or not 0 < v < 1:
             raise bad(f"must be a number in (0, 1), got {v!r}")
         return float(v)
     if key in ("min_effect", "gc_tolerance", "gc_timing_tolerance", "overhead_budget"):
-        if not _num(v) or v < 0:
-            raise bad(f"must be a non-negative number, got {v!r}")
+        if not _num(v) or not 0 <= v <= 1e6:
+            raise bad(f"must be a non-negative number (at most 1e6), got {v!r}")
         return float(v)
     if key == "timeout":
-        if not _num(v) or v <= 0:
-            raise bad(f"must be a positive number of seconds, got {v!r}")
+        if not _num(v) or not 0 < v <= 1e7:
+            raise bad(f"must be a positive number of seconds (at most 1e7), got {v!r}")
         return float(v)
     if key == "grouping":
         if v not in GROUPINGS:
@@ -133,8 +142,12 @@ def load_manifest(path: str) -> Manifest:
                           f"or create benchmarks/benchmarks.toml") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read manifest: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: manifest is not valid UTF-8 (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: manifest is not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: manifest is nested too deeply") from None
     return parse_manifest(doc, path)
 
 
@@ -197,8 +210,33 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
     return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out)
 
 
+def judged_with(pr: Manifest, base: Manifest) -> tuple[Manifest, list]:
+    """The pull request's benchmarks with every verdict setting from `base`.
+
+    A benchmark of both manifests takes the base benchmark's settings.  One
+    that only the pull request has keeps its own: it has no trusted baseline,
+    so nothing is judged against one, and a rename cannot use this to escape
+    (the old name's baseline is then reported missing).  Returns the manifest
+    to judge with and the differences, one dict per benchmark and setting the
+    pull request asked to change."""
+    base_by_name = {b.name: b for b in base.benchmarks}
+    out, changes = [], []
+    for b in pr.benchmarks:
+        src = base_by_name.get(b.name)
+        if src is None:
+            out.append(b)
+            continue
+        want = src.settings()
+        for k in VERDICT_SETTINGS:
+            if getattr(b, k) != want[k]:
+                changes.append({"benchmark": b.name, "setting": k,
+                                "pull_request": getattr(b, k), "base": want[k]})
+        out.append(dataclasses.replace(b, **{k: want[k] for k in VERDICT_SETTINGS}))
+    return dataclasses.replace(pr, benchmarks=out), changes
+
+
 def parse_shard(spec: str) -> tuple[int, int]:
-    m = re.fullmatch(r"(\d+)/(\d+)", spec or "")
+    m = re.fullmatch(r"(\d{1,4})/(\d{1,4})", spec or "")
     if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
         raise ConfigError(f"--shard {spec!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
     return int(m.group(1)), int(m.group(2))

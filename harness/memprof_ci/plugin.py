@@ -19,7 +19,7 @@ import pytest
 from . import baseline as bl
 from . import overhead, runner, stats
 from .compare import check_outcome, diff_baselines, finalize, site_rows
-from .errors import MemprofError, ProposedBaselineMismatch, RegressionFailure
+from .errors import InfraError, MemprofError, ProposedBaselineMismatch, RegressionFailure
 from .report import fmt_bytes, fmt_pct, new_report
 
 CTX_KEY = pytest.StashKey["Context"]()
@@ -39,9 +39,16 @@ class Context:
 
     def __init__(self, manifest, benches, baselines_dir, work_dir, mode="check",
                  proposed_dir=None, no_overhead=False, strict=False, shard=None,
-                 profiles_dir=None):
+                 profiles_dir=None, missing=None, run_entries=None, accept=False,
+                 overhead_family=None):
         self.manifest = manifest
         self.benches = {b.name: b for b in benches}
+        # Benchmarks with a trusted baseline that the manifest no longer has:
+        # {name: "missing" | "removed"} (removed: the change deletes the file).
+        self.missing = dict(missing or {})
+        # check --from-run: {name: runstore.RunEntry}; nothing is executed.
+        self.run_entries = run_entries
+        self.overhead_family = overhead_family
         self.baselines_dir = baselines_dir
         self.proposed_dir = proposed_dir
         self.work_dir = work_dir
@@ -50,6 +57,8 @@ class Context:
         self.no_overhead = no_overhead
         self.strict = strict
         self.report = new_report(mode)
+        if accept:
+            self.report["accept_changes"] = True
         if shard:
             self.report["shard"] = {"index": shard[0], "count": shard[1]}
         self.report["manifest"] = manifest.path
@@ -65,9 +74,10 @@ class Context:
     def result(self, name: str) -> dict:
         b = self.report["benchmarks"].get(name)
         if b is None:
-            bench = self.benches[name]
+            bench = self.benches.get(name)
             b = self.report["benchmarks"][name] = {
-                "name": name, "settings": bench.settings(), "checks": {}, "notes": [],
+                "name": name, "settings": bench.settings() if bench else None,
+                "checks": {}, "notes": [],
                 "alloc": None, "live": None, "gc": None, "overhead": None}
         return b
 
@@ -90,7 +100,10 @@ class Context:
         bench = self.benches[name]
 
         def run():
-            agg = runner.collect(bench, self.profiles_dir)
+            if self.run_entries is None:
+                agg = runner.collect(bench, self.profiles_dir)
+            else:
+                agg = runner.collect_from(bench, self.run_entries.get(name))
             r = self.result(name)
             r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
                             "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
@@ -98,8 +111,8 @@ class Context:
                             "total_live_samples": agg.total_live, "gc": agg.gc,
                             "profiles": agg.sources}
             if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):
-                r["notes"].append("GC totals differ between seeds: the benchmark is not "
-                                  "deterministic; gc_totals compares their mean")
+                r["notes"].append("GC totals differ between seeds; gc_totals compares "
+                                  "their mean")
             return agg
         return self._cached(self._aggs, name, run)
 
@@ -108,10 +121,16 @@ class Context:
 
         def load():
             path = bl.baseline_path(directory, name)
-            if not os.path.exists(path):
+            if not os.path.lexists(path):
                 return None
-            b = bl.load_baseline(path)
-            bl.check_compatible(b, bench, path)
+            b = bl.load_baseline(path, name)
+            if directory == self.proposed_dir:
+                # A proposed baseline made with settings this run does not
+                # judge with cannot be verified here (the settings come from
+                # the base branch); the diff still lists it.
+                b.meta["incompatible"] = bl.incompatibility(b, bench, path)
+            else:
+                bl.check_compatible(b, bench, path)
             return b
         return self._cached(cache, name, load)
 
@@ -128,9 +147,25 @@ class Context:
     def proposed(self, name):
         return self._load(self.proposed_dir, name, self._props)
 
+    def run_entry(self, name):
+        return (self.run_entries or {}).get(name)
+
     # -- families
     def selected(self, checks) -> list:
         return sorted({it.bench for it in self.items if it.check in checks})
+
+    def results_for_run_dir(self) -> dict:
+        """profile mode: what runstore.write records per benchmark."""
+        out = {}
+        for name in sorted(self.benches):
+            val, _ = self._aggs.get(name, (None, None))
+            r = self.report["benchmarks"].get(name, {})
+            errs = [c["message"] for c in r.get("checks", {}).values()
+                    if c["outcome"] == "error"]
+            out[name] = {"profiles": list(val.sources) if val is not None else [],
+                         "overhead": r.get("overhead"),
+                         "error": errs[0] if errs else None}
+        return out
 
     def family(self):
         if self._family_done:
@@ -162,7 +197,17 @@ class Context:
     def baseline_diff(self) -> dict:
         if self._diff is None:
             trusted, proposed = {}, {}
-            for name in self.benches:
+            for name in sorted(set(self.benches) | set(self.missing)):
+                if name not in self.benches:
+                    # Not in the manifest: loaded without a settings check.
+                    for d, out in ((self.baselines_dir, trusted), (self.proposed_dir, proposed)):
+                        p = bl.baseline_path(d, name)
+                        if os.path.lexists(p):
+                            try:
+                                out[name] = bl.load_baseline(p, name)
+                            except MemprofError:
+                                pass
+                    continue
                 for d, cache, out in ((self.baselines_dir, self._bases, trusted),
                                       (self.proposed_dir, self._props, proposed)):
                     try:
@@ -189,7 +234,7 @@ class Context:
                 cur = self.profiles(name)
             except MemprofError:
                 continue
-            if prop is None:
+            if prop is None or prop.meta.get("incompatible"):
                 continue
             params = self.benches[name].params()
             r = self.result(name)
@@ -204,15 +249,19 @@ class Context:
 class ManifestFile(pytest.File):
     def collect(self):
         ctx = self.config.stash[CTX_KEY]
-        for name in sorted(ctx.benches):
+        for name in sorted(set(ctx.benches) | set(ctx.missing)):
             yield BenchmarkNode.from_parent(self, name=name)
 
 
 class BenchmarkNode(pytest.Collector):
     def collect(self):
         ctx = self.config.stash[CTX_KEY]
-        if ctx.mode == "update":
+        if self.name not in ctx.benches:
+            kinds = [PresenceItem]
+        elif ctx.mode == "update":
             kinds = [UpdateItem]
+        elif ctx.mode == "profile":
+            kinds = [ProfileItem]
         else:
             kinds = [AllocSitesItem, GcTotalsItem, LiveItem]
             if not ctx.no_overhead:
@@ -271,7 +320,6 @@ class _SitesItem(CheckItem):
     key = ""
 
     def setup(self):
-        self.ctx.baseline(self.bench)
         if self.ctx.baseline(self.bench) is not None:
             self.ctx.profiles(self.bench)
             self.ctx.family()
@@ -319,10 +367,25 @@ class OverheadItem(CheckItem):
     check = "overhead"
 
     def setup(self):
-        self.measured = overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
-                                         family_size=len(self.ctx.selected(("overhead",))))
+        family = len(self.ctx.selected(("overhead",)))
+        if self.ctx.run_entries is None:
+            self.measured = overhead.measure(self.benchmark,
+                                             os.path.join(self.ctx.work_dir, "overhead"),
+                                             family_size=family)
+            return
+        e = self.ctx.run_entry(self.bench)
+        if e is not None and e.error:
+            raise InfraError(e.error)
+        if e is None or e.overhead is None:
+            self.measured = None
+            return
+        # The judge's family (every overhead check it judges) sets the level.
+        self.measured = dict(e.overhead, level=self.benchmark.alpha / max(1, family))
 
     def runtest(self):
+        if self.measured is None:
+            pytest.skip(f"overhead of {self.bench!r} was not measured in the run "
+                        f"(`memprof-ci profile --no-overhead`)")
         base = self.ctx.baseline(self.bench)
         j = overhead.judge(self.measured, self.benchmark.overhead_budget,
                            base.meta.get("overhead") if base is not None else None)
@@ -343,8 +406,10 @@ class ProposedItem(CheckItem):
         self.ctx.proposed(self.bench)
         diff = self.ctx.baseline_diff()["benchmarks"].get(self.bench, {})
         self.status = diff.get("status", "missing")
+        prop = self.ctx.proposed(self.bench)
+        if prop is not None and prop.meta.get("incompatible"):
+            self.status = "made with other settings: " + prop.meta["incompatible"]
         if self.status in ("changed", "added"):
-            prop = self.ctx.proposed(self.bench)
             self.ctx.profiles(self.bench)
             self.ctx.proposed_family()
             self.prop = prop
@@ -385,6 +450,42 @@ class UpdateItem(CheckItem):
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
         bl.write_atomic(path, bl.dumps(doc))
         self.ctx.result(self.bench)["baseline_written"] = path
+
+
+class PresenceItem(CheckItem):
+    """A benchmark with a trusted baseline that the manifest does not run."""
+
+    check = "present"
+
+    def runtest(self):
+        path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
+        r = self.ctx.result(self.bench)
+        if self.ctx.missing[self.bench] == "removed":
+            r["status"] = "removed"
+            pytest.skip(f"benchmark {self.bench!r} removed: not in the manifest, and this "
+                        f"change deletes its baseline")
+        r["status"] = "missing"
+        raise RegressionFailure(
+            f"benchmark {self.bench!r} has a trusted baseline ({path}) but is not in the "
+            f"manifest, so it was not run; to remove or rename it, delete "
+            f"{os.path.basename(path)} from the baselines in the same change (a rename then "
+            f"shows as removed + new)")
+
+
+class ProfileItem(CheckItem):
+    """profile mode: run the benchmark (and time it) for a later judge."""
+
+    check = "profile"
+
+    def setup(self):
+        self.ctx.profiles(self.bench)
+
+    def runtest(self):
+        if not self.ctx.no_overhead:
+            family = self.ctx.overhead_family or len(self.ctx.benches)
+            self.ctx.result(self.bench)["overhead"] = overhead.measure(
+                self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
+                family_size=family)
 
 
 # ------------------------------------------------------------------ plugin

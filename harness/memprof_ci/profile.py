@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 from dataclasses import dataclass, field
 
+from . import validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
@@ -46,9 +46,7 @@ class Profile:
     stacks: list = field(repr=False)
 
 
-def _is_int(v) -> bool:
-    # bool is an int subclass in Python but never a valid counter.
-    return isinstance(v, int) and not isinstance(v, bool)
+_is_count = validate.is_count
 
 
 def is_profile_doc(doc) -> bool:
@@ -72,17 +70,10 @@ def gc_paused():
             gc.enable()
 
 
-def load_json(path: str, what: str):
-    try:
-        with open(path, "rb") as fh, gc_paused():
-            return json.load(fh)
-    except FileNotFoundError:
-        raise InputError(f"{path}: {what} not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read {what}: {e}") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: {what} is not valid JSON ({e.msg} at line "
-                         f"{e.lineno}); regenerate it") from None
+def load_json(path: str, what: str, regular: bool = False):
+    """validate.load_json with the cyclic GC paused (large profiles)."""
+    with gc_paused():
+        return validate.load_json(path, what, regular)
 
 
 def load_profile(path: str, check_stacks: bool = True) -> Profile:
@@ -122,26 +113,26 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     if not isinstance(cfg, dict) or any(k not in cfg for k in CONFIG_KEYS):
         raise bad("config must have rate, seed and frames")
     rate = cfg["rate"]
-    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0 < rate <= 1:
+    if not validate.is_finite(rate) or not 0 < rate <= 1:
         raise bad(f"config.rate {rate!r} is not in (0, 1]")
-    if cfg["seed"] is not None and not (_is_int(cfg["seed"]) and cfg["seed"] >= 0):
+    if cfg["seed"] is not None and not _is_count(cfg["seed"]):
         raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
-    if not (_is_int(cfg["frames"]) and cfg["frames"] >= 1):
+    if not (_is_count(cfg["frames"]) and cfg["frames"] >= 1):
         raise bad(f"config.frames {cfg['frames']!r} is not a positive integer")
     gc = doc["gc"]
     if not isinstance(gc, dict):
         raise bad("gc is not an object")
     for k in GC_KEYS:
-        if not (_is_int(gc.get(k)) and gc[k] >= 0):
-            raise bad(f"gc.{k} is missing or not a non-negative integer")
+        if not _is_count(gc.get(k)):
+            raise bad(f"gc.{k} is missing or not a non-negative integer at most 2^53")
 
     def check_counts(obj, where):
         if not isinstance(obj, dict):
             raise bad(f"{where} is not an object")
         for k in COUNT_KEYS:
             v = obj.get(k)
-            if not (_is_int(v) and v >= 0):
-                raise bad(f"{where}.{k} is missing or not a non-negative integer")
+            if not _is_count(v):
+                raise bad(f"{where}.{k} is missing or not a non-negative integer at most 2^53")
         if obj["samples"] != obj["minor_samples"] + obj["major_samples"] + obj["custom_samples"]:
             raise bad(f"{where}: samples != minor + major + custom samples")
         if obj["collected_samples"] + obj["live_samples"] != obj["samples"]:
@@ -164,7 +155,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     for i, st in enumerate(stacks):
         try:
             vals = [st[k] for k in COUNT_KEYS]
-            ok = all(type(v) is int and v >= 0 for v in vals)
+            ok = all(type(v) is int and 0 <= v <= validate.MAX_COUNT for v in vals)
             frames = st["frames"]
         except (KeyError, TypeError):
             ok, frames = False, None

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 REPORT_FORMAT = "memprof-ci/report"
 REPORT_VERSION = 1
 CHECKS = ("alloc_sites", "gc_totals", "live", "overhead", "proposed_baseline")
+# Outcomes of a check: passed, failed, accepted (failed, but accepted by the
+# label with a matching proposed baseline), error, skipped, not run.
 MD_SITES_PER_BENCH = 25
 
 
@@ -57,7 +60,7 @@ def _to_json(report: dict) -> str:
 
 
 def verdict(report: dict) -> dict:
-    errors, regressions = [], []
+    errors, regressions, accepted = [], [], []
     for name, b in sorted(report["benchmarks"].items()):
         # One cause (say a crashing benchmark) errors every check of the
         # benchmark: report each distinct message once.
@@ -67,12 +70,15 @@ def verdict(report: dict) -> dict:
                 by_msg.setdefault(c.get("message", ""), []).append(check)
             elif c["outcome"] == "failed":
                 regressions.append(f"{name}::{check}")
+            elif c["outcome"] == "accepted":
+                accepted.append(f"{name}::{check}")
         for msg, checks in by_msg.items():
             errors.append(f"{name} ({', '.join(checks)}): {msg}")
     for n in report.get("errors", []):
         errors.append(n)
     code = 2 if errors else (1 if regressions else 0)
-    return {"exit_code": code, "errors": errors, "regressions": regressions}
+    return {"exit_code": code, "errors": errors, "regressions": regressions,
+            "accepted": accepted}
 
 
 # ---------------------------------------------------------------- formatting
@@ -145,10 +151,20 @@ def _check_cell(b: dict, check: str, md: bool) -> str:
     c = b.get("checks", {}).get(check)
     if c is None:
         return "-"
+    if c is None and "present" in b.get("checks", {}):
+        c = b["checks"]["present"]
+        if check != CHECKS[0]:
+            return "-"
+        word = {"failed": "MISSING", "skipped": "removed"}.get(c["outcome"])
+        if word:
+            return ("❌ missing" if word == "MISSING" else "removed") if md else word
+    if c is None:
+        return "-"
     sym = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "skip",
-           "not run": "-"}[c["outcome"]]
+           "not run": "-", "accepted": "accepted"}[c["outcome"]]
     if md:
-        sym = {"ok": "✅", "FAIL": "❌", "ERROR": "⚠️ error", "skip": "⏭️", "-": "-"}[sym]
+        sym = {"ok": "✅", "FAIL": "❌", "ERROR": "⚠️ error", "skip": "⏭️", "-": "-",
+               "accepted": "☑️ accepted"}[sym]
     return sym
 
 
@@ -170,9 +186,44 @@ def _headline(report: dict, v: dict) -> str:
         return f"memprof-ci: {len(v['errors'])} error(s); no verdict can be trusted"
     if v["exit_code"] == 1:
         regs = all_site_rows(report, "regression")
+        named = ", ".join(v["regressions"][:3]) + (", …" if len(v["regressions"]) > 3 else "")
         return (f"memprof-ci: regression in {len(v['regressions'])} check(s) "
-                f"({len(regs)} site(s)) over {n_b} benchmark(s)")
+                f"({len(regs)} site(s)) over {n_b} benchmark(s): {named}")
+    acc = v.get("accepted") or []
+    if acc:
+        return (f"memprof-ci: no unaccepted regression in {n_b} benchmark(s); "
+                f"{len(acc)} check(s) accepted by label")
     return f"memprof-ci: no regression in {n_b} benchmark(s)"
+
+
+def preamble(report: dict) -> list:
+    """What the reader must know before the tables, as plain-text lines:
+    settings a pull request changed (judged with the base values), changes
+    accepted by label, benchmarks removed or missing, and baselines recorded
+    with another runtime patch."""
+    out = []
+    sc = report.get("settings_changes") or []
+    if sc:
+        out.append("Changed by this pull request, judged with the base values:")
+        for c in sc:
+            out.append(f"  {c['benchmark']}: {c['setting']} = {c['pull_request']!r} "
+                       f"(base: {c['base']!r})")
+    acc = report.get("accepted") or []
+    if acc:
+        out.append("Accepted by label (the proposed baselines match the measured code):")
+        for a in acc:
+            first = (a.get("message") or "").split("\n")[0]
+            out.append(f"  {a['benchmark']}::{a['check']}" + (f": {first}" if first else ""))
+    for name, b in sorted(report["benchmarks"].items()):
+        st = b.get("status")
+        if st == "removed":
+            out.append(f"Removed: {name} (not in the manifest; its baseline is deleted by "
+                       f"this change)")
+        elif st == "missing":
+            out.append(f"Missing: {name} has a trusted baseline but was not run")
+    for p in report.get("patch_notes") or []:
+        out.append(p)
+    return out
 
 
 def _proposed_lines(pb: dict) -> list:
@@ -203,6 +254,7 @@ def _table(headers, rows) -> str:
 def render_terminal(report: dict, max_sites: int = 15) -> str:
     v = verdict(report)
     out = [_headline(report, v)]
+    out.extend(preamble(report))
     pb = report.get("proposed_baselines")
     if pb:
         lines = _proposed_lines(pb)
@@ -241,6 +293,14 @@ def render_terminal(report: dict, max_sites: int = 15) -> str:
 
 # ---------------------------------------------------------------- markdown
 
+def _md_block(lines: list) -> list:
+    """A fenced code block whose fence is longer than any backtick run in
+    the lines, so no line can close it."""
+    longest = max((len(r) for ln in lines for r in re.findall(r"`+", ln)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence] + list(lines) + [fence]
+
+
 def _md_escape(s) -> str:
     return str(s).replace("|", "\\|")
 
@@ -249,15 +309,17 @@ def render_markdown(report: dict) -> str:
     v = verdict(report)
     icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
     out = [f"## {icon} {_headline(report, v)}", ""]
+    pre = preamble(report)
+    if pre:
+        out.extend(_md_block(pre))
+        out.append("")
     pb = report.get("proposed_baselines")
     if pb:
         lines = _proposed_lines(pb)
         if lines:
             out.append("**This change updates baselines.** Proposed vs trusted:")
             out.append("")
-            out.append("```")
-            out.extend(lines)
-            out.append("```")
+            out.extend(_md_block(lines))
         else:
             out.append("Proposed baselines are identical to the trusted ones.")
         out.append("")

@@ -94,7 +94,10 @@ def run_once(bench, seed: int, out_dir: str) -> str:
 def collect(bench, out_dir: str) -> Aggregate:
     """Run every seed, validate the profiles and sum them into sites."""
     paths = [run_once(bench, seed, out_dir) for seed in bench.seeds]
-    agg = aggregate_paths(paths, bench.grouping, bench.name)
+    return _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
+
+
+def _checked(bench, agg: Aggregate) -> Aggregate:
     got = list(zip(agg.sources, agg.seeds))
     for (path, pseed), seed in zip(got, bench.seeds):
         if agg.rate != bench.rate or pseed != seed or agg.frames != bench.frames:
@@ -103,3 +106,21 @@ def collect(bench, out_dir: str) -> Aggregate:
                              f"rate={bench.rate} seed={seed} frames={bench.frames}; "
                              f"does the runtime parse OCAMLMEMPROF correctly?")
     return agg
+
+
+def collect_from(bench, entry) -> Aggregate:
+    """check --from-run: the profiles a run directory holds for `bench`,
+    validated and checked against the settings the judge uses."""
+    if entry is None:
+        raise InfraError(f"benchmark {bench.name!r} is not in the run directories; was "
+                         f"its profiling job (or shard) lost?")
+    if entry.error:
+        raise InfraError(f"benchmark {bench.name!r} failed in the profiling run: "
+                         f"{entry.error}")
+    by_seed = dict(entry.profiles)
+    if sorted(by_seed) != sorted(bench.seeds):
+        raise InputError(f"{entry.directory}: benchmark {bench.name!r} was profiled with "
+                         f"seeds {sorted(by_seed)} but is judged with seeds "
+                         f"{sorted(bench.seeds)}")
+    return _checked(bench, aggregate_paths([by_seed[s] for s in bench.seeds],
+                                           bench.grouping, bench.name))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .profile import COUNT_KEYS, FRAME_KEYS, GC_KEYS, WORD_BYTES, Profile
+from .validate import MAX_COUNT, is_count
 
 _FRAME_KEYS = frozenset(FRAME_KEYS)
 
@@ -85,18 +86,6 @@ class Site:
             "live_lines": {str(k): v for k, v in sorted(self.live_lines.items(), key=_line_order)},
             "via": dict(sorted(self.via.items())),
         }
-
-    @classmethod
-    def from_json(cls, key: str, d: dict) -> "Site":
-        def lines(m):
-            return Counter({(None if k in ("null", "None") else int(k)): int(v)
-                            for k, v in m.items()})
-        return cls(key=key, file=d.get("file"), function=d.get("function"),
-                   line=d.get("line"), samples=int(d["samples"]),
-                   live_samples=int(d["live_samples"]),
-                   lines=lines(d.get("lines", {})),
-                   live_lines=lines(d.get("live_lines", {})),
-                   via=Counter(d.get("via", {})))
 
 
 def _line_order(kv):
@@ -223,7 +212,7 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
             vals = _COUNTS(st)
             frames = st["frames"]
             sig = tuple(map(_NAMES, frames))
-            ok = (set(map(type, vals)) == _INT and min(vals) >= 0
+            ok = (set(map(type, vals)) == _INT and min(vals) >= 0 and max(vals) <= MAX_COUNT
                   and vals[1] == vals[3] + vals[4] + vals[6] and vals[8] + vals[9] == vals[1])
         except (KeyError, TypeError):
             ok = False
@@ -272,9 +261,9 @@ def _explain_bad_stack(st, i: int, path: str):
         raise InputError(f"{path}: malformed profile: {where} is not an object; regenerate it")
     for k in COUNT_KEYS:
         v = st.get(k)
-        if not (type(v) is int and v >= 0):
+        if not is_count(v):
             raise InputError(f"{path}: malformed profile: {where}.{k} is missing or not a "
-                             f"non-negative integer; regenerate it")
+                             f"non-negative integer at most 2^53; regenerate it")
     if "frames" not in st:
         raise InputError(f"{path}: malformed profile: {where}.frames is missing; regenerate it")
     _check_frames(st["frames"], i, path)
