@@ -54,8 +54,8 @@ def main(argv):
         return 2
     try:
         present = has_label(os.environ.get("LABELS_JSON"), argv[1])
-    except ValueError as err:  # json.JSONDecodeError is a ValueError
-        print(f"has-label: {err}", file=sys.stderr)
+    except (ValueError, RecursionError) as err:  # json.JSONDecodeError is a ValueError
+        print(f"has-label: {type(err).__name__}: {str(err)[:200]}", file=sys.stderr)
         return 2
     print("true" if present else "false")
     return 0
