@@ -6,6 +6,7 @@
 #   make test              the project's own test suite
 #   make runtime           the patched OCaml 5.3.0 in _build/runtime (cached)
 #   make bench-overhead    the overhead study (not a test)
+#   make bench-harness     time the harness's compare path on large profiles
 #
 # Variables: BENCH=name (narrow check-alloc/update-baselines to benchmarks
 # matching a pytest -k expression), BASELINES=dir, CHECK_ALLOC_ARGS='...'
@@ -27,7 +28,7 @@ ENSURE_DEPS := harness/scripts/ensure-deps.sh
 HARNESS := PYTHONPATH=$(ROOT)/harness $(PYTHON) -m memprof_ci
 PATCH_ID_FILE := _build/runtime/patch-id
 
-.PHONY: all runtime stock-runtime test check-alloc update-baselines bench-overhead deps-build \
+.PHONY: all runtime stock-runtime test check-alloc update-baselines bench-overhead bench-harness deps-build \
   deps-python deps-bench deps-lint clean
 
 all: check-alloc
@@ -111,6 +112,10 @@ bench-overhead: runtime benchmarks benchmarks-ocamltracker stock-runtime stock-b
 	$(PYTHON) benchmarks/overhead_study.py \
 	  --manifest benchmarks/benchmarks.toml --out _build/overhead \
 	  --stock-dir $(STOCK_BENCH_BUILD) $(OVERHEAD_ARGS)
+
+# The compare path on 10,000 stacks x 5 seeds; prints CPU and wall time.
+bench-harness: | deps-python
+	cd harness/tests && PYTHONPATH=$(ROOT)/harness:. $(PYTHON) speed_bench.py 10000
 
 clean:
 	rm -rf _build/benchmarks _build/benchmarks-stock _build/alloc-report _build/overhead

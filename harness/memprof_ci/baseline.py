@@ -4,7 +4,7 @@ A baseline records what a benchmark allocated (per-site samples, live
 samples and line detail, summed over seeds), its exact GC totals and its
 profiling overhead, plus the settings and provenance needed to decide
 whether a later run is comparable.  Invariants: files are written atomically
-(temp file + os.replace) under an flock on <baselines>/.lock; keys are
+(temp file + os.replace) under an flock on the <baselines> directory; keys are
 sorted and each site sits on its own line so that `git diff` shows one line
 per changed site; load_baseline never returns a baseline of another format
 version.
@@ -111,14 +111,17 @@ def write_atomic(path: str, text: str) -> None:
 
 @contextlib.contextmanager
 def locked(directory: str):
-    """Exclusive lock so concurrent update-baselines runs cannot interleave."""
+    """Exclusive lock so concurrent update-baselines runs cannot interleave.
+
+    The lock is taken on the directory itself, so no lock file is left
+    behind to be committed with the baselines."""
     os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, ".lock"), "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def is_baseline_doc(doc) -> bool:

@@ -335,7 +335,7 @@ def _cmd_run(args) -> int:
         with open(ini, "w") as fh:
             fh.write("[pytest]\n")
         pargs = [man.path, "-c", ini, "--rootdir", man.directory, "-p", "no:cacheprovider",
-                 "--noconftest", "-rfEs", "-o", "console_output_style=classic"]
+                 "--noconftest", "-rfEsx", "-o", "console_output_style=classic"]
         if args.keyword:
             pargs += ["-k", args.keyword]
         if args.markexpr:

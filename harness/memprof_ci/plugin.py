@@ -18,7 +18,7 @@ import pytest
 
 from . import baseline as bl
 from . import overhead, runner, stats
-from .compare import check_outcome, diff_baselines, finalize, site_rows
+from .compare import ACCEPTABLE, check_outcome, diff_baselines, finalize, site_rows
 from .errors import InfraError, MemprofError, ProposedBaselineMismatch, RegressionFailure
 from .report import fmt_bytes, fmt_pct, new_report
 
@@ -220,6 +220,47 @@ class Context:
             self.report["proposed_baselines"] = self._diff
         return self._diff
 
+    def proposed_status(self, name) -> str:
+        """changed / added / unchanged / removed / missing, or why the proposed
+        baseline cannot be verified (made with other settings)."""
+        # Load first so a malformed proposed baseline is an error, not "removed".
+        prop = self.proposed(name)
+        status = self.baseline_diff()["benchmarks"].get(name, {}).get("status", "missing")
+        if prop is not None and prop.meta.get("incompatible"):
+            status = "made with other settings: " + prop.meta["incompatible"]
+        if status in ("changed", "added"):
+            self.profiles(name)
+            self.proposed_family()
+        return status
+
+    def proposed_mismatches(self, name) -> list:
+        """Where the proposed baseline of a changed benchmark disagrees with
+        the measurement (two-sided, Holm over all proposed rows), as lines."""
+        cur, prop = self.profiles(name), self.proposed(name)
+        bench = self.benches[name]
+        bad = [x for x in self.result(name).get("proposed") or [] if x["status"] == "mismatch"]
+        msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
+                f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
+                f"p(Holm)={x['p_adj']:.2g})" for x in bad]
+        for g in stats.gc_compare(prop.gc, cur.gc, bench.gc_tolerance,
+                                  bench.gc_timing_tolerance):
+            if g["status"] != "~":
+                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
+                            f"{g['current']:.0f}")
+        return msgs
+
+    def accepts(self, name) -> bool:
+        """The accept label is on and this benchmark's proposed baseline
+        changed and matches the measurement (compare.accept_changes decides
+        the same from a finished report)."""
+        if not self.report.get("accept_changes") or not self.proposed_dir:
+            return False
+        try:
+            return (self.proposed_status(name) in ("changed", "added")
+                    and not self.proposed_mismatches(name))
+        except MemprofError:
+            return False
+
     def proposed_family(self):
         if self._proposed_done:
             return
@@ -301,6 +342,13 @@ class CheckItem(pytest.Item):
     def _repr_failure_py(self, excinfo, style=None):
         return self._plain(excinfo) or super()._repr_failure_py(excinfo, style=style)
 
+    def regression(self, message: str):
+        """Fail this check, or, under the accept label with a matching
+        proposed baseline, mark it an expected failure ("accepted")."""
+        if self.check in ACCEPTABLE and self.ctx.accepts(self.bench):
+            pytest.xfail("accepted by label: " + message)
+        raise RegressionFailure(message)
+
     def need_baseline(self):
         base = self.ctx.baseline(self.bench)
         if base is None:
@@ -329,7 +377,7 @@ class _SitesItem(CheckItem):
         rows = self.ctx.result(self.bench)[self.key] or []
         out = check_outcome(rows, self.key, self.bench)
         if out["outcome"] == "failed":
-            raise RegressionFailure(out["message"])
+            self.regression(out["message"])
 
 
 class AllocSitesItem(_SitesItem):
@@ -359,7 +407,7 @@ class GcTotalsItem(CheckItem):
                      f"({'from zero' if g['change'] is None else format(g['change'] * 100, '+.2f') + '%'}"
                      f" > {g['tolerance']:.1%})"
                      for g in bad]
-            raise RegressionFailure(
+            self.regression(
                 f"benchmark {self.bench!r}: GC totals above tolerance: " + "; ".join(parts))
 
 
@@ -391,7 +439,7 @@ class OverheadItem(CheckItem):
                            base.meta.get("overhead") if base is not None else None)
         self.ctx.result(self.bench)["overhead"] = j
         if j["status"] == "regression":
-            raise RegressionFailure(
+            self.regression(
                 f"benchmark {self.bench!r}: profiling overhead {j['estimate']:+.1%} "
                 f"[{j['ci_low']:+.1%}, {j['ci_high']:+.1%}] exceeds the budget "
                 f"{j['budget']:.0%}: {j['above_budget']} of {j['runs']} paired rounds over "
@@ -402,32 +450,12 @@ class ProposedItem(CheckItem):
     check = "proposed_baseline"
 
     def setup(self):
-        # Load first so a malformed proposed baseline is an error, not "removed".
-        self.ctx.proposed(self.bench)
-        diff = self.ctx.baseline_diff()["benchmarks"].get(self.bench, {})
-        self.status = diff.get("status", "missing")
-        prop = self.ctx.proposed(self.bench)
-        if prop is not None and prop.meta.get("incompatible"):
-            self.status = "made with other settings: " + prop.meta["incompatible"]
-        if self.status in ("changed", "added"):
-            self.ctx.profiles(self.bench)
-            self.ctx.proposed_family()
-            self.prop = prop
+        self.status = self.ctx.proposed_status(self.bench)
 
     def runtest(self):
         if self.status not in ("changed", "added"):
             pytest.skip(f"proposed baseline for {self.bench!r} is {self.status}")
-        cur = self.ctx.profiles(self.bench)
-        r = self.ctx.result(self.bench)
-        bad = [x for x in r.get("proposed") or [] if x["status"] == "mismatch"]
-        msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
-                f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
-                f"p(Holm)={x['p_adj']:.2g})" for x in bad]
-        for g in stats.gc_compare(self.prop.gc, cur.gc, self.benchmark.gc_tolerance,
-                                  self.benchmark.gc_timing_tolerance):
-            if g["status"] != "~":
-                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
-                            f"{g['current']:.0f}")
+        msgs = self.ctx.proposed_mismatches(self.bench)
         if msgs:
             raise ProposedBaselineMismatch(
                 f"benchmark {self.bench!r}: the proposed baselines do not match the code: "
@@ -517,7 +545,11 @@ class MemprofPlugin:
             return
         if rep.when == "call" or (rep.when == "setup" and not rep.passed):
             exc = call.excinfo.value if call.excinfo is not None else None
-            if rep.passed:
+            if hasattr(rep, "wasxfail"):
+                self.ctx.record(item.bench, item.check, "accepted",
+                                rep.wasxfail.removeprefix("reason: ")
+                                .removeprefix("accepted by label: "))
+            elif rep.passed:
                 self.ctx.record(item.bench, item.check, "passed")
             elif rep.skipped:
                 msg = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)

@@ -12,8 +12,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HARNESS = os.path.dirname(HERE)
@@ -88,8 +86,8 @@ def write_manifest(d, benches, defaults=None):
     return path
 
 
-def run_cli(args, cwd=None, timeout=120):
-    env = dict(os.environ, PYTHONPATH=HARNESS)
+def run_cli(args, cwd=None, timeout=120, env_extra=None):
+    env = dict(os.environ, PYTHONPATH=HARNESS, **(env_extra or {}))
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     r = subprocess.run([PY, "-m", "memprof_ci", *args], cwd=cwd, env=env, capture_output=True,
@@ -109,3 +107,43 @@ def run_many(calls, timeout=120):
         so, se = p.communicate(timeout=timeout)
         out.append(subprocess.CompletedProcess(p.args, p.returncode, so, se))
     return out
+
+
+# ---- a small fake project driven through the CLI (tests of check/update)
+
+BASE_WORDS = [2e7, 1e7, 5e6, 1e5]
+
+
+def project(tmp_path, benches=None, defaults=None):
+    d = str(tmp_path)
+    if benches is None:
+        benches = [{"name": "alpha", "spec": {"sites": spec_sites(BASE_WORDS)}},
+                   {"name": "beta", "spec": {"sites": spec_sites([3e7, 2e6])}}]
+    return write_manifest(d, benches, defaults=dict({"rate": 1e-3, "seeds": [1, 2]},
+                                                          **(defaults or {})))
+
+
+def bump(tmp_path, name, site, factor, salt=1):
+    p = os.path.join(str(tmp_path), f"{name}.spec.json")
+    spec = json.load(open(p))
+    spec["sites"][site]["words"] *= factor
+    spec["salt"] = salt
+    json.dump(spec, open(p, "w"))
+
+
+def cli(tmp_path, *args, **kw):
+    return run_cli(list(args), cwd=str(tmp_path), **kw)
+
+
+def update(tmp_path, *extra):
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead", *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def check(tmp_path, *extra):
+    return cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--no-overhead", *extra)
+
+
+def no_traceback(r):
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
