@@ -17,6 +17,10 @@ Invariants:
   - one comment per pull request: the first comment by --bot-login whose body
     starts with the hidden marker is edited in place (PATCH); otherwise one is
     created (POST). Comments by anyone else are never edited;
+  - the report text is untrusted Markdown: md_inert.inert() defuses it
+    (no HTML but <details>/<summary>/<sub>, no mentions, issue references,
+    links, images or autolinks) before it is framed by the header this
+    script writes itself (marker, title, commit, run link);
   - the token is only ever sent to the API origin (pagination links pointing
     elsewhere are refused), and the number of pages read is bounded;
   - exit 0: posted, updated, or skipped because the PR moved on;
@@ -32,12 +36,16 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import md_inert
+
 MARKER = "<!-- memprof-ci-report -->"
 DEFAULT_BOT = "github-actions[bot]"
 MAX_PR_FILE_BYTES = 64
 MAX_REPORT_READ_BYTES = 1024 * 1024
 # GitHub rejects comment bodies over 65536 characters; keep room for the frame.
 MAX_REPORT_CHARS = 60000
+TRUNCATED_NOTE = ("\n\n_Report truncated; download the `alloc-report` artifact of the run "
+                  "for the full report._")
 MAX_PAGES = 50
 PER_PAGE = 100
 CONCLUSIONS = {
@@ -96,7 +104,7 @@ def read_report(artifact_dir):
         text = text[:MAX_REPORT_CHARS]
         truncated = True
     if truncated:
-        text += "\n\n_Report truncated; download the `alloc-report` artifact of the run for the full report._"
+        text += TRUNCATED_NOTE
     return text
 
 
@@ -109,6 +117,10 @@ def build_body(report, head_sha, conclusion=None, run_url=None):
     meta = [f"Commit `{head_sha[:12]}`"]
     if run_url:
         meta.append(f"[workflow run]({run_url})")
+    # Defusing can lengthen the text: cap it again, at a line end.
+    report, cut = md_inert.clip_lines(md_inert.inert(report), MAX_REPORT_CHARS)
+    if cut:
+        report += TRUNCATED_NOTE
     lines += [" · ".join(meta), "", report.rstrip("\n"), ""]
     return "\n".join(lines)
 

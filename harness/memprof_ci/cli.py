@@ -29,7 +29,9 @@ EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def _err(msg: str) -> None:
-    print(f"memprof-ci: error: {msg}", file=sys.stderr)
+    """One line on stderr; control characters from inputs are escaped."""
+    from .mdsafe import printable
+    print(f"memprof-ci: error: {printable(str(msg))}", file=sys.stderr)
 
 
 def _add_run_options(p, check: bool, profile: bool = False):
@@ -75,12 +77,16 @@ def _add_run_options(p, check: bool, profile: bool = False):
         p.add_argument("--proposed-baselines", metavar="DIR",
                        help="baselines proposed by the change under test; they are diffed "
                             "against --baselines and must agree with the measurement")
-        p.add_argument("--strict", action="store_true",
-                       help="a benchmark without a baseline fails instead of being reported new")
+
         p.add_argument("--report-dir", metavar="DIR",
                        help="write report.md, report.json and junit.xml to DIR")
         p.add_argument("--results-json", metavar="PATH",
                        help="also write the JSON report (input of `merge`) to PATH")
+    if not profile:
+        p.add_argument("--strict", action="store_true",
+                       help="check: a benchmark without a baseline fails instead of being "
+                            "reported new; update-baselines: a benchmark whose profiling "
+                            "overhead is over overhead_budget is an error")
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
                    help="extra arguments passed to pytest after `--`")
 
@@ -157,7 +163,8 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - an internal error must never read as exit 1
         if getattr(args, "verbose", 0):
             traceback.print_exc()
-        msg = " ".join(f"{type(e).__name__}: {e}".split())
+        from .mdsafe import printable
+        msg = printable(" ".join(f"{type(e).__name__}: {e}".split()))
         print(f"memprof-ci: internal error: {msg[:500]} (run with -v for the traceback)",
               file=sys.stderr)
         return EXIT_ERROR
@@ -382,6 +389,9 @@ def _cmd_run(args) -> int:
             for name, b in sorted(rep["benchmarks"].items()):
                 if b.get("baseline_written"):
                     print(f"memprof-ci: wrote {b['baseline_written']}")
+            for name, b in sorted(rep["benchmarks"].items()):
+                if b.get("over_budget") and not args.strict:
+                    print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)
         elif profile:
             path = runstore.write(os.path.abspath(args.out),
                                   os.environ.get("MEMPROF_CI_PATCH_ID") or None,

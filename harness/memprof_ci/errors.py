@@ -29,6 +29,10 @@ class ProposedBaselineMismatch(MemprofError):
     """Proposed baselines disagree with what the code actually allocates."""
 
 
+class OverBudget(MemprofError):
+    """update-baselines --strict: profiling costs more than overhead_budget."""
+
+
 class RegressionFailure(AssertionError):
     """A check found a regression: the only outcome that maps to exit 1."""
 

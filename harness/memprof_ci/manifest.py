@@ -30,6 +30,7 @@ SETTINGS = {
     "gc_tolerance": 0.01,
     "gc_timing_tolerance": 0.10,
     "overhead_budget": 0.10,
+    "overhead_tolerance": 0.10,
     "overhead_runs": 5,
     "grouping": "function",
     "timeout": 600.0,
@@ -58,6 +59,7 @@ class Benchmark:
     gc_tolerance: float = 0.01
     gc_timing_tolerance: float = 0.10
     overhead_budget: float = 0.10
+    overhead_tolerance: float = 0.10
     overhead_runs: int = 5
     grouping: str = "function"
     timeout: float = 600.0
@@ -108,7 +110,8 @@ def _check_setting(where: str, key: str, v):
         if not _num(v) or not 0 < v < 1:
             raise bad(f"must be a number in (0, 1), got {v!r}")
         return float(v)
-    if key in ("min_effect", "gc_tolerance", "gc_timing_tolerance", "overhead_budget"):
+    if key in ("min_effect", "gc_tolerance", "gc_timing_tolerance", "overhead_budget",
+               "overhead_tolerance"):
         if not _num(v) or not 0 <= v <= 1e6:
             raise bad(f"must be a non-negative number (at most 1e6), got {v!r}")
         return float(v)

@@ -20,6 +20,7 @@ alpha when pairs are independent.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -31,11 +32,29 @@ from .runner import bench_env, memprof_env_value
 from .stats import overhead_sign_test, paired_overhead_interval, rounds_for_level
 
 
-def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperfine") -> dict:
+def threshold_for(bench, baseline_overhead: dict | None) -> tuple[float, str]:
+    """The overhead a check fails above, and what it is based on.
+
+    With a baseline that recorded its overhead: the upper end of that
+    measurement's interval plus `overhead_tolerance`, so a check fails only
+    when the change made profiling significantly costlier (the absolute
+    budget is enforced by update-baselines).  Without one: the budget."""
+    hi = (baseline_overhead or {}).get("ci_high")
+    if hi is not None:
+        return hi + bench.overhead_tolerance, "baseline"
+    return bench.overhead_budget, "budget"
+
+
+def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperfine",
+            threshold: float | None = None) -> dict:
     """Time `bench.overhead_runs` paired rounds; if they put profiling over
-    the budget, time more rounds, up to the number at which a verdict of
-    "over budget" can be significant at bench.alpha / family_size, and judge
-    on all of them (STATISTICS.md, "Profiling overhead")."""
+    `threshold` (default: the budget), time more rounds, up to the number at
+    which a verdict of "over" can be significant at bench.alpha /
+    family_size, and judge on all of them (STATISTICS.md, "Profiling
+    overhead").  The per-round times are kept so a judge can re-test them
+    against its own threshold."""
+    if threshold is None:
+        threshold = bench.overhead_budget
     exe = shutil.which(hyperfine)
     if exe is None:
         raise InfraError("hyperfine not found on PATH; install it (>= 1.13) or pass "
@@ -63,12 +82,14 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
                 t_on.append(times["on"])
 
         rounds(bench.overhead_runs)
-        screened = paired_overhead_interval(t_on, t_off)[1] > bench.overhead_budget
+        screened = paired_overhead_interval(t_on, t_off)[1] > threshold
         if screened:
             rounds(max(0, rounds_for_level(level) - len(t_on)))
     est, lo, hi, coverage = paired_overhead_interval(t_on, t_off)
-    p, above = overhead_sign_test(t_on, t_off, bench.overhead_budget)
+    p, above = overhead_sign_test(t_on, t_off, threshold)
     return {"estimate": est, "ci_low": lo, "ci_high": hi, "runs": len(t_on),
+            "on_s": [float(x) for x in t_on], "off_s": [float(x) for x in t_off],
+            "first_rounds": bench.overhead_runs, "threshold": threshold,
             "confirmation_runs": len(t_on) - bench.overhead_runs,
             "above_budget": above, "p_value": p, "level": level, "screened": screened,
             "median_off_s": float(sorted(t_off)[len(t_off) // 2]),
@@ -99,10 +120,53 @@ def _hyperfine(bench, cmd: list, js: str) -> dict:
         raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
 
 
-def judge(measured: dict, budget: float, baseline: dict | None) -> dict:
-    # Only a screened measurement can fail: the number of rounds tested is
-    # then fixed in advance (rounds_for_level), so P(false failure) <= level.
-    status = ("regression" if measured["screened"] and measured["p_value"] <= measured["level"]
-              else "~")
-    return {**measured, "budget": budget, "status": status,
-            "baseline_estimate": (baseline or {}).get("estimate")}
+def judge(measured: dict, threshold: float, basis: str, budget: float,
+          baseline: dict | None) -> dict:
+    """The verdict on a measurement against `threshold` (threshold_for).
+
+    Only a screened measurement can fail: its first rounds put the interval's
+    lower end above the threshold, and it then has at least the rounds fixed
+    in advance for its level (rounds_for_level), so P(false failure) <=
+    level.  When the per-round times are known they are re-tested against
+    this threshold, which may differ from the one the measurement screened
+    against (a judge reading a run directory)."""
+    m = dict(measured)
+    on, off = m.get("on_s"), m.get("off_s")
+    note = ""
+    if on and off and len(on) == len(off):
+        first = int(m.get("first_rounds") or len(on))
+        m["screened"] = paired_overhead_interval(on[:first], off[:first])[1] > threshold
+        m["p_value"], m["above_budget"] = overhead_sign_test(on, off, threshold)
+        if m["screened"] and len(on) < rounds_for_level(m["level"]):
+            m["screened"] = False
+            note = (f"over {threshold:.0%} in the first rounds, but too few rounds "
+                    f"({len(on)}) were timed to decide at level {m['level']:.2g}")
+    status = "regression" if m["screened"] and m["p_value"] <= m["level"] else "~"
+    return {**m, "budget": budget, "threshold": threshold, "basis": basis, "status": status,
+            "note": note, "baseline_estimate": (baseline or {}).get("estimate"),
+            "baseline_ci_high": (baseline or {}).get("ci_high")}
+
+
+def nice_rate_below(rate: float, factor: float) -> float:
+    """The largest 1, 2 or 5 x 10^k not above rate * factor."""
+    target = rate * factor
+    if target <= 0:
+        return 0.0
+    k = math.floor(math.log10(target))
+    for m in (5, 2, 1):
+        if m * 10 ** k <= target * (1 + 1e-9):
+            return float(f"{m}e{k}")
+    return float(f"1e{k - 1}")
+
+
+def over_budget(measured: dict, bench) -> str | None:
+    """update-baselines' check of the absolute budget: a message naming the
+    measured overhead and a rate expected to meet the budget, or None.
+    Overhead grows in proportion to the samples, so to the rate."""
+    if measured["ci_low"] <= bench.overhead_budget:
+        return None
+    rate = nice_rate_below(bench.rate, bench.overhead_budget / max(measured["estimate"], 1e-9))
+    return (f"benchmark {bench.name!r}: profiling overhead {measured['estimate']:+.1%} "
+            f"[{measured['ci_low']:+.1%}, {measured['ci_high']:+.1%}] is over the budget "
+            f"{bench.overhead_budget:.0%} at rate {bench.rate:g}; rate = {rate:g} should "
+            f"meet it (overhead grows with the rate), or raise overhead_budget")

@@ -19,7 +19,8 @@ import pytest
 from . import baseline as bl
 from . import overhead, runner, stats
 from .compare import ACCEPTABLE, check_outcome, diff_baselines, finalize, site_rows
-from .errors import InfraError, MemprofError, ProposedBaselineMismatch, RegressionFailure
+from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
+                     RegressionFailure)
 from .report import fmt_bytes, fmt_pct, new_report
 
 CTX_KEY = pytest.StashKey["Context"]()
@@ -415,11 +416,14 @@ class OverheadItem(CheckItem):
     check = "overhead"
 
     def setup(self):
+        base = self.ctx.baseline(self.bench)
+        self.base_overhead = base.meta.get("overhead") if base is not None else None
+        self.threshold, self.basis = overhead.threshold_for(self.benchmark, self.base_overhead)
         family = len(self.ctx.selected(("overhead",)))
         if self.ctx.run_entries is None:
             self.measured = overhead.measure(self.benchmark,
                                              os.path.join(self.ctx.work_dir, "overhead"),
-                                             family_size=family)
+                                             family_size=family, threshold=self.threshold)
             return
         e = self.ctx.run_entry(self.bench)
         if e is not None and e.error:
@@ -434,16 +438,20 @@ class OverheadItem(CheckItem):
         if self.measured is None:
             pytest.skip(f"overhead of {self.bench!r} was not measured in the run "
                         f"(`memprof-ci profile --no-overhead`)")
-        base = self.ctx.baseline(self.bench)
-        j = overhead.judge(self.measured, self.benchmark.overhead_budget,
-                           base.meta.get("overhead") if base is not None else None)
+        j = overhead.judge(self.measured, self.threshold, self.basis,
+                           self.benchmark.overhead_budget, self.base_overhead)
         self.ctx.result(self.bench)["overhead"] = j
         if j["status"] == "regression":
+            against = (f"the baseline's {j['baseline_estimate']:+.1%} (interval up to "
+                       f"{j['baseline_ci_high']:+.1%}) plus the tolerance "
+                       f"{self.benchmark.overhead_tolerance:.0%}"
+                       if self.basis == "baseline" else
+                       f"the budget {j['budget']:.0%} (the baseline records no overhead)")
             self.regression(
                 f"benchmark {self.bench!r}: profiling overhead {j['estimate']:+.1%} "
-                f"[{j['ci_low']:+.1%}, {j['ci_high']:+.1%}] exceeds the budget "
-                f"{j['budget']:.0%}: {j['above_budget']} of {j['runs']} paired rounds over "
-                f"it, sign test p = {j['p_value']:.2g} <= {j['level']:.2g}")
+                f"[{j['ci_low']:+.1%}, {j['ci_high']:+.1%}] is over {j['threshold']:+.1%}, "
+                f"{against}: {j['above_budget']} of {j['runs']} paired rounds over it, "
+                f"sign test p = {j['p_value']:.2g} <= {j['level']:.2g}")
 
 
 class ProposedItem(CheckItem):
@@ -477,7 +485,14 @@ class UpdateItem(CheckItem):
                              bl.git_commit())
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
         bl.write_atomic(path, bl.dumps(doc))
-        self.ctx.result(self.bench)["baseline_written"] = path
+        r = self.ctx.result(self.bench)
+        r["baseline_written"] = path
+        r["overhead"] = self.ov
+        over = overhead.over_budget(self.ov, self.benchmark) if self.ov else None
+        if over:
+            r["over_budget"] = over
+            if self.ctx.strict:
+                raise OverBudget(over + " (--strict)")
 
 
 class PresenceItem(CheckItem):

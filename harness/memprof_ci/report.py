@@ -6,14 +6,16 @@ regressions are listed worst first (largest estimated byte increase); a
 change that is not significant prints as "~" (benchstat style); the JSON is
 strict (non-finite floats become null) and carries raw p-values so merged
 shards can be re-adjusted; verdict() is the single place exit codes are
-derived from check outcomes.
+derived from check outcomes; every external string (names, messages,
+notes) reaches the Markdown and the terminal only through mdsafe.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
+
+from . import mdsafe
 
 REPORT_FORMAT = "memprof-ci/report"
 REPORT_VERSION = 1
@@ -168,15 +170,26 @@ def _check_cell(b: dict, check: str, md: bool) -> str:
     return sym
 
 
-def _overhead_cell(b: dict) -> str:
+def _overhead_cell(b: dict, md: bool = False) -> str:
+    """Estimate [interval], the threshold it is judged against and its basis;
+    marked when the overhead check failed."""
     o = b.get("overhead")
     if not o:
         return "-"
     s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
     if o.get("p_value") is not None:
         s += f" p={o['p_value']:.2g} n={o['runs']}"
-    if o.get("baseline_estimate") is not None:
+    if o.get("threshold") is not None:
+        basis = ("baseline up to {:+.1f}% + tolerance".format(o["baseline_ci_high"] * 100)
+                 if o.get("basis") == "baseline" and o.get("baseline_ci_high") is not None
+                 else "budget")
+        s += f" vs {o['threshold'] * 100:+.1f}% ({basis})"
+    elif o.get("baseline_estimate") is not None:
         s += f" (baseline {o['baseline_estimate'] * 100:+.1f}%)"
+    outcome = b.get("checks", {}).get("overhead", {}).get("outcome")
+    if outcome in ("failed", "accepted"):
+        mark = {"failed": ("❌ " if md else "FAIL "), "accepted": ("☑️ " if md else "accepted ")}
+        s = mark[outcome] + s
     return s
 
 
@@ -244,6 +257,7 @@ def _proposed_lines(pb: dict) -> list:
 # ---------------------------------------------------------------- terminal
 
 def _table(headers, rows) -> str:
+    rows = [[mdsafe.printable(x) for x in r] for r in rows]
     w = [len(h) for h in headers]
     for r in rows:
         w = [max(a, len(str(x))) for a, x in zip(w, r)]
@@ -254,13 +268,13 @@ def _table(headers, rows) -> str:
 def render_terminal(report: dict, max_sites: int = 15) -> str:
     v = verdict(report)
     out = [_headline(report, v)]
-    out.extend(preamble(report))
+    out.extend(mdsafe.printable(x) for x in preamble(report))
     pb = report.get("proposed_baselines")
     if pb:
         lines = _proposed_lines(pb)
         out.append("Proposed baselines differ from trusted ones:" if lines
                    else "Proposed baselines: identical to trusted ones.")
-        out.extend("  " + x for x in lines)
+        out.extend("  " + mdsafe.printable(x) for x in lines)
     regs = worst_first(all_site_rows(report, "regression"))
     if regs:
         out.append("")
@@ -282,7 +296,7 @@ def render_terminal(report: dict, max_sites: int = 15) -> str:
             continue
         top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:max_sites]
         out.append("")
-        out.append(f"{name}: top sites by current allocation")
+        out.append(f"{mdsafe.printable(name)}: top sites by current allocation")
         out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
                            "lines"],
                           [[_site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
@@ -293,25 +307,13 @@ def render_terminal(report: dict, max_sites: int = 15) -> str:
 
 # ---------------------------------------------------------------- markdown
 
-def _md_block(lines: list) -> list:
-    """A fenced code block whose fence is longer than any backtick run in
-    the lines, so no line can close it."""
-    longest = max((len(r) for ln in lines for r in re.findall(r"`+", ln)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return [fence] + list(lines) + [fence]
-
-
-def _md_escape(s) -> str:
-    return str(s).replace("|", "\\|")
-
-
 def render_markdown(report: dict) -> str:
     v = verdict(report)
     icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
     out = [f"## {icon} {_headline(report, v)}", ""]
     pre = preamble(report)
     if pre:
-        out.extend(_md_block(pre))
+        out.extend(mdsafe.code_block(pre))
         out.append("")
     pb = report.get("proposed_baselines")
     if pb:
@@ -319,7 +321,7 @@ def render_markdown(report: dict) -> str:
         if lines:
             out.append("**This change updates baselines.** Proposed vs trusted:")
             out.append("")
-            out.extend(_md_block(lines))
+            out.extend(mdsafe.code_block(lines))
         else:
             out.append("Proposed baselines are identical to the trusted ones.")
         out.append("")
@@ -329,7 +331,7 @@ def render_markdown(report: dict) -> str:
         out.append("")
     if v["errors"]:
         out.append("### Errors")
-        out.extend(f"- `{_md_escape(e)}`" for e in v["errors"])
+        out.extend(f"- {mdsafe.code(e, limit=mdsafe.MESSAGE_LIMIT, cell=False)}" for e in v["errors"])
         out.append("")
     regs = worst_first(all_site_rows(report, "regression"))
     if regs:
@@ -338,7 +340,7 @@ def render_markdown(report: dict) -> str:
         out.append("| benchmark | check | site | baseline | current | delta [95% CI] | p (Holm) |")
         out.append("|---|---|---|--:|--:|--:|--:|")
         for r in regs:
-            out.append(f"| {_md_escape(r['benchmark'])} | {r['check']} | `{_md_escape(_site_name(r))}` "
+            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(_site_name(r))} "
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
@@ -350,9 +352,9 @@ def render_markdown(report: dict) -> str:
         out.append("| benchmark | counter | baseline | current | change |")
         out.append("|---|---|--:|--:|--:|")
         for n, g in gcf:
-            out.append(f"| {n} | {g['counter']} | {g['baseline']:.0f} | {g['current']:.0f} | "
+            out.append(f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | "
                        f"{g['change'] * 100:+.2f}% |" if g["change"] is not None else
-                       f"| {n} | {g['counter']} | {g['baseline']:.0f} | {g['current']:.0f} | new |")
+                       f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | new |")
         out.append("")
     if report["benchmarks"]:
         out.append("### Benchmarks")
@@ -361,7 +363,7 @@ def render_markdown(report: dict) -> str:
         out.append("|---|:-:|:-:|:-:|--:|")
         for name, b in sorted(report["benchmarks"].items()):
             cells = [_check_cell(b, c, True) for c in CHECKS[:3]]
-            out.append(f"| {_md_escape(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b)} |")
+            out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
         out.append("")
     imps = worst_first(all_site_rows(report, "improvement"))[::-1]
     if imps:
@@ -370,7 +372,7 @@ def render_markdown(report: dict) -> str:
         out.append("| benchmark | check | site | baseline | current | delta [95% CI] |")
         out.append("|---|---|---|--:|--:|--:|")
         for r in imps[:50]:
-            out.append(f"| {_md_escape(r['benchmark'])} | {r['check']} | `{_md_escape(_site_name(r))}` "
+            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(_site_name(r))} "
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} |")
         out.append("")
         out.append("</details>")
@@ -380,14 +382,14 @@ def render_markdown(report: dict) -> str:
         if not alloc:
             continue
         top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:MD_SITES_PER_BENCH]
-        out.append(f"<details><summary>{_md_escape(name)}: top {len(top)} of {len(alloc)} sites</summary>")
+        out.append(f"<details><summary>{mdsafe.text(name)}: top {len(top)} of {len(alloc)} sites</summary>")
         out.append("")
         out.append("| site | baseline | current | delta [95% CI] | p (Holm) | MDE (80%) | lines (samples) |")
         out.append("|---|--:|--:|--:|--:|--:|---|")
         for r in top:
-            out.append(f"| `{_md_escape(_site_name(r))}` | {fmt_bytes(r['baseline_bytes'])} | "
+            out.append(f"| {mdsafe.code(_site_name(r))} | {fmt_bytes(r['baseline_bytes'])} | "
                        f"{fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} | {fmt_p(r.get('p_adj'))} | "
-                       f"{fmt_mde(r.get('mde'))} | {_md_escape(fmt_lines(r.get('lines')))} |")
+                       f"{fmt_mde(r.get('mde'))} | {mdsafe.text(fmt_lines(r.get('lines')))} |")
         out.append("")
         out.append("</details>")
         out.append("")
@@ -396,7 +398,7 @@ def render_markdown(report: dict) -> str:
         notes.extend(f"{name}: {n}" for n in b.get("notes", []))
     if notes:
         out.append("Notes:")
-        out.extend(f"- {_md_escape(n)}" for n in notes)
+        out.extend(f"- {mdsafe.text(n, limit=mdsafe.MESSAGE_LIMIT)}" for n in notes)
         out.append("")
     out.append("<sub>Sites are tested with an exact conditional binomial test, Holm-adjusted "
                "over all sites of the run; `~` means no significant change. See "

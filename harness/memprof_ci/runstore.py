@@ -97,6 +97,15 @@ def _overhead(d, where: str):
     if not isinstance(d.get("screened"), bool):
         raise InputError(f"{where}.screened must be true or false")
     out["method"] = V.text(d.get("method", ""), f"{where}.method", limit=500)
+    times = [d.get("on_s"), d.get("off_s")]
+    if times != [None, None]:
+        if not all(isinstance(t, list) and 0 < len(t) <= 1000 for t in times) or \
+                len(times[0]) != len(times[1]) or len(times[0]) != out["runs"]:
+            raise InputError(f"{where}: on_s and off_s must be lists of `runs` times")
+        for key, t in zip(("on_s", "off_s"), times):
+            out[key] = [V.finite(x, f"{where}.{key}[{i}]", lo=0, lo_open=True)
+                        for i, x in enumerate(t)]
+        out["first_rounds"] = V.count(d.get("first_rounds"), f"{where}.first_rounds")
     return out
 
 

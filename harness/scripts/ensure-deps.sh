@@ -3,7 +3,8 @@
 #
 # Usage: ensure-deps.sh GROUP...   with groups:
 #   build   C toolchain (gcc, make, patch) and npm, for `make runtime`
-#   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema
+#   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema,
+#           and cmark-gfm (the report tests render Markdown with it)
 #   bench   hyperfine and jq, for overhead timing
 #   lint    shellcheck, yamllint, valgrind (used by `make test`)
 # Invariant: either everything asked for is present when this exits 0,
@@ -11,6 +12,9 @@
 # install command. It installs with apt-get only when running as root
 # and apt-get exists (fresh CI machines); it never uses pip (PyPI is
 # not reachable on our machines) or touches any other Python.
+# apt-get waits up to MEMPROF_CI_APT_LOCK_WAIT seconds (default 300) for a
+# lock held by another apt or dpkg; when it still fails, its own last
+# "E:" line is printed.
 set -uo pipefail
 
 PY=/usr/bin/python3
@@ -26,7 +30,7 @@ check() {
       build) need_cmd gcc gcc; need_cmd make make; need_cmd patch patch
              need_cmd npm npm ;;
       python) need_py pytest python3-pytest; need_py scipy python3-scipy
-              need_py jsonschema python3-jsonschema ;;
+              need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
       bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
       lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint
             need_cmd valgrind valgrind ;;
@@ -38,11 +42,29 @@ check() {
 check "$@"
 [ ${#missing_pkgs[@]} -eq 0 ] && exit 0
 
+lock_wait=${MEMPROF_CI_APT_LOCK_WAIT:-300}
+case "$lock_wait" in ''|*[!0-9]*) lock_wait=300 ;; esac
+
+# DPkg::Lock::Timeout (apt >= 1.9.11) makes apt wait for the dpkg lock, but
+# `update` takes the lists lock, which it does not wait for: retry that.
+apt_update() {
+  local deadline=$((SECONDS + lock_wait))
+  while ! apt-get -o DPkg::Lock::Timeout="$lock_wait" update -qq >"$apt_log" 2>&1; do
+    if ! grep -q 'Could not get lock' "$apt_log" || [ "$SECONDS" -ge "$deadline" ]; then
+      return 1
+    fi
+    sleep 2
+  done
+}
+
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-deps: installing ${missing_pkgs[*]} with apt-get" >&2
-  if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-           apt-get install -y -qq "${missing_pkgs[@]}"; } >/dev/null 2>&1; then
-    echo "ensure-deps: apt-get install failed" >&2
+  apt_log=$(mktemp)
+  trap 'rm -f "$apt_log"' EXIT
+  if ! { apt_update && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout="$lock_wait" \
+           install -y -qq "${missing_pkgs[@]}" >"$apt_log" 2>&1; }; then
+    reason=$(grep '^E:' "$apt_log" | tail -n 1)
+    echo "ensure-deps: apt-get failed: ${reason:-$(tail -n 1 "$apt_log")}" >&2
   fi
   check "$@"
   [ ${#missing_pkgs[@]} -eq 0 ] && exit 0

@@ -301,8 +301,11 @@ def test_overhead_burst_is_outlasted_by_confirmation_rounds(tmp_path):
     the confirmation rounds, which it was not slow in, are counted."""
     counter = tmp_path / "timed-runs"
     project(tmp_path, [
-        {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 1.0,
-         "args": ["--slow-first-timed", "3", str(counter)]}], defaults={"overhead_runs": 3})
+        # 0.3 s of steady work keeps the ordinary rounds' ratios far from
+        # 1.5 on a busy machine; the burst adds 0.3 s (ratio about 1.9).
+        {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 0.5,
+         "args": ["--sleep", "0.3", "--slow-first-timed", "3", str(counter)]}],
+        defaults={"overhead_runs": 3})
     update(tmp_path)
     r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
             "--report-dir", "rep")
