@@ -1,20 +1,40 @@
 #!/usr/bin/env bash
-# base-baselines.sh BASE_REF OUT_DIR [BASELINES_PATH]
+# base-baselines.sh [--manifest MANIFEST_PATH MANIFEST_OUT] REF OUT_DIR [BASELINES_PATH]
 #
 # Extracts the baselines directory (default `baselines`) exactly as it is in
-# commit BASE_REF into OUT_DIR, so a pull request is checked against the base
-# branch's baselines rather than the copies the pull request may have edited.
+# commit REF into OUT_DIR and, with --manifest, the manifest file
+# REF:MANIFEST_PATH into MANIFEST_OUT. On a pull request REF is the base
+# commit, so the check compares against the base branch's baselines and
+# settings rather than the copies the pull request may have edited; the judge
+# (judge.sh) also uses it on the tested commit to read the pull request's
+# proposed copies as data.
 #
 # Invariants:
-#   - reads only git objects (git archive); never touches the work tree or index;
+#   - reads only git objects (git archive, git cat-file); never touches the
+#     work tree or index, never runs anything from REF;
 #   - OUT_DIR must be absent or empty; on success it holds the contents of
-#     BASE_REF:BASELINES_PATH and nothing else (empty if the base has none);
-#   - if BASE_REF is not in the local clone (shallow checkout), it is fetched
+#     REF:BASELINES_PATH and nothing else (empty if REF has none); OUT_DIR `-`
+#     (with --manifest) extracts the manifest only;
+#   - only regular files and directories come out: a symlink (or submodule)
+#     inside REF:BASELINES_PATH, or a manifest that is not a regular file, is
+#     an error, so a planted link cannot make the harness read another file;
+#   - MANIFEST_OUT is written only if REF has MANIFEST_PATH (a message says so
+#     otherwise, exit 0): the caller decides what a missing manifest means;
+#   - if REF is not in the local clone (shallow checkout), it is fetched
 #     from `origin` by sha, nothing else is fetched;
-#   - exit 0 on success, 2 on any usage or git error (OUT_DIR may then be partial).
+#   - exit 0 on success, 2 on any usage or git error (outputs may then be partial).
 set -euo pipefail
 
-usage() { echo "usage: $0 BASE_REF OUT_DIR [BASELINES_PATH]" >&2; exit 2; }
+usage() { echo "usage: $0 [--manifest MANIFEST_PATH MANIFEST_OUT] REF OUT_DIR [BASELINES_PATH]" >&2; exit 2; }
+manifest_path=
+manifest_out=
+if [ "${1:-}" = --manifest ]; then
+  [ "$#" -ge 3 ] || usage
+  manifest_path=$2
+  manifest_out=$3
+  shift 3
+  if [ -z "$manifest_path" ] || [ -z "$manifest_out" ]; then usage; fi
+fi
 if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then usage; fi
 base_ref=$1
 out_dir=$2
@@ -22,7 +42,9 @@ path=${3:-baselines}
 path=${path%/}
 if [ -z "$base_ref" ] || [ -z "$out_dir" ] || [ -z "$path" ]; then usage; fi
 case "$base_ref" in -*) echo "base-baselines: refusing ref starting with '-': $base_ref" >&2; exit 2 ;; esac
-case "$path" in /*|..|../*|*/..|*/../*) echo "base-baselines: baselines path must be inside the repository: $path" >&2; exit 2 ;; esac
+for p in "$path" "$manifest_path"; do
+  case "$p" in /*|..|../*|*/..|*/../*) echo "base-baselines: path must be inside the repository: $p" >&2; exit 2 ;; esac
+done
 
 if ! git rev-parse --verify --quiet "${base_ref}^{commit}" >/dev/null; then
   # Shallow clones may lack the base commit: fetch just that object.
@@ -35,6 +57,27 @@ if ! git rev-parse --verify --quiet "${base_ref}^{commit}" >/dev/null; then
 fi
 base_sha=$(git rev-parse --verify "${base_ref}^{commit}")
 
+if [ -n "$manifest_path" ]; then
+  # `git ls-tree` gives the mode: only a regular file (100644/100755) is a manifest.
+  entry=$(git ls-tree "$base_sha" -- "$manifest_path")
+  if [ -z "$entry" ]; then
+    echo "base-baselines: $base_sha has no $manifest_path" >&2
+  else
+    mode=${entry%% *}
+    case "$mode" in
+      100644|100755) ;;
+      *) echo "base-baselines: $manifest_path in $base_sha is not a regular file (mode $mode)" >&2; exit 2 ;;
+    esac
+    mkdir -p "$(dirname "$manifest_out")"
+    git cat-file blob "${base_sha}:${manifest_path}" >"$manifest_out"
+    echo "base-baselines: extracted $manifest_path of $base_sha into $manifest_out" >&2
+  fi
+fi
+
+if [ "$out_dir" = - ]; then
+  [ -n "$manifest_path" ] || usage
+  exit 0
+fi
 if [ -e "$out_dir" ]; then
   if [ ! -d "$out_dir" ] || [ -n "$(ls -A "$out_dir")" ]; then
     echo "base-baselines: $out_dir exists and is not an empty directory" >&2
@@ -46,11 +89,19 @@ mkdir -p "$out_dir"
 kind=$(git cat-file -t "${base_sha}:${path}" 2>/dev/null || true)
 case "$kind" in
   tree) ;;
-  "") echo "base-baselines: base $base_sha has no $path/; using an empty baseline set" >&2
+  "") echo "base-baselines: $base_sha has no $path/; using an empty baseline set" >&2
       exit 0 ;;
   *) echo "base-baselines: $path in $base_sha is a $kind, not a directory" >&2
      exit 2 ;;
 esac
+
+# Only blobs with a regular-file mode and trees may come out of the archive.
+odd=$(git ls-tree -r -t "${base_sha}:${path}" | awk '$1 != "100644" && $1 != "100755" && $1 != "040000"')
+if [ -n "$odd" ]; then
+  echo "base-baselines: $path in $base_sha holds entries that are not regular files or directories:" >&2
+  printf '%s\n' "$odd" | sed 's/^/  /' >&2
+  exit 2
+fi
 
 # Archive the subtree itself (tree-ish BASE:PATH) so the files land directly in
 # OUT_DIR, without the leading PATH component.

@@ -29,3 +29,23 @@ def run(cmd, cwd=None, env=None, check=False, input=None):
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+# ---------------------------------------------------------------- git repos
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(repo, *args):
+    return run(["git", *args], cwd=repo, env=GIT_ENV, check=True).stdout.strip()
+
+
+def write(repo, rel, text):
+    p = pathlib.Path(repo) / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p

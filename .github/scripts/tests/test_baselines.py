@@ -1,9 +1,6 @@
-"""Tests of base-baselines.sh and select-baselines.sh on real temporary git repos.
-
-Each test builds a repository with a `main` branch holding baselines/ and a
-pull-request branch, checks out a merge commit the way actions/checkout does
-for `pull_request` events, and asserts that the check would compare against the
-base branch's baselines whatever the pull request did to its own copies.
+"""Tests of base-baselines.sh on real temporary git repositories: it extracts a
+commit's baselines (and manifest) from git objects only, whatever the work tree
+holds. How judge.sh uses it on pull requests is tested in test_judge.py.
 """
 import pathlib
 
@@ -12,7 +9,6 @@ import pytest
 from ghci_helpers import SCRIPTS, run
 
 BASE_BASELINES = str(SCRIPTS / "base-baselines.sh")
-SELECT = str(SCRIPTS / "select-baselines.sh")
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
     "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
@@ -47,18 +43,6 @@ def repo(tmp_path):
     git(r, "add", "-A")
     git(r, "commit", "-q", "-m", "base")
     return r, git(r, "rev-parse", "HEAD")
-
-
-def pr_merge(r, base_sha, change):
-    """Make a PR branch off main with `change(r)`, then check out main merged with it
-    (the shape of refs/pull/N/merge). Returns the merge commit sha."""
-    git(r, "checkout", "-q", "-b", "pr", base_sha)
-    change(r)
-    git(r, "add", "-A")
-    git(r, "commit", "-q", "--allow-empty", "-m", "pr")
-    git(r, "checkout", "-q", "--detach", "main")
-    git(r, "merge", "-q", "--no-ff", "-m", "merge", "pr")
-    return git(r, "rev-parse", "HEAD")
 
 
 def test_extracts_base_baselines_exactly(repo, tmp_path):
@@ -134,77 +118,55 @@ def test_fetches_base_missing_from_shallow_clone(repo, tmp_path):
     assert files(out)["alloc.json"] == '{"minor_words": 100}\n'
 
 
-def parse_outputs(text):
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+# ---------------------------------------------------------------- --manifest and symlinks
 
-
-def test_pr_that_edits_baselines_is_checked_against_base(repo, tmp_path):
+def test_extracts_manifest_with_baselines(repo, tmp_path):
     r, base = repo
-
-    def loosen(rr):
-        write(rr, "baselines/alloc.json", '{"minor_words": 100000}\n')  # would hide a regression
-        write(rr, "src/main.ml", "let () = ignore (Array.make 1000 0)\n")
-
-    pr_merge(r, base, loosen)
-    out = tmp_path / "base-baselines"
-    gh_out = tmp_path / "github_output"
-    proc = run([SELECT, "pull_request", base, str(out)], cwd=r, env={"GITHUB_OUTPUT": str(gh_out)})
+    write(r, "bench/m.toml", "[defaults]\nalpha = 0.01\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "manifest")
+    head = git(r, "rev-parse", "HEAD")
+    write(r, "bench/m.toml", "[defaults]\nalpha = 0.9\n")  # dirty work tree: ignored
+    man = tmp_path / "x" / "bench" / "m.toml"
+    proc = run([BASE_BASELINES, "--manifest", "bench/m.toml", str(man), head, str(tmp_path / "out")], cwd=r)
     assert proc.returncode == 0, proc.stderr
-    outputs = parse_outputs(proc.stdout)
-    assert outputs == {"baselines": str(out), "proposed": "true", "check_args": "--proposed-baselines baselines"}
-    assert parse_outputs(gh_out.read_text()) == outputs
-    assert files(out)["alloc.json"] == '{"minor_words": 100}\n'
-    assert "baselines/alloc.json" in proc.stderr
+    assert man.read_text() == "[defaults]\nalpha = 0.01\n"
+    assert "alloc.json" in files(tmp_path / "out")
+    # Manifest only.
+    man2 = tmp_path / "y.toml"
+    proc = run([BASE_BASELINES, "--manifest", "bench/m.toml", str(man2), head, "-"], cwd=r)
+    assert proc.returncode == 0 and man2.read_text() == "[defaults]\nalpha = 0.01\n"
+    # A commit without the manifest: nothing written, not an error.
+    man3 = tmp_path / "z.toml"
+    proc = run([BASE_BASELINES, "--manifest", "bench/m.toml", str(man3), base, "-"], cwd=r)
+    assert proc.returncode == 0 and not man3.exists()
+    assert "has no bench/m.toml" in proc.stderr
 
 
-def test_pr_without_baseline_changes_still_uses_base(repo, tmp_path):
+def test_dash_out_dir_needs_manifest(repo):
     r, base = repo
-    pr_merge(r, base, lambda rr: write(rr, "src/main.ml", "let () = print_endline \"x\"\n"))
-    out = tmp_path / "bb"
-    proc = run([SELECT, "pull_request", base, str(out)], cwd=r)
-    assert proc.returncode == 0, proc.stderr
-    assert parse_outputs(proc.stdout) == {"baselines": str(out), "proposed": "false", "check_args": ""}
-    assert files(out) == {"alloc.json": '{"minor_words": 100}\n', "sub/deep.json": '{"major_words": 5}\n'}
+    assert run([BASE_BASELINES, base, "-"], cwd=r).returncode == 2
 
 
-def test_base_moved_on_after_branching(repo, tmp_path):
-    """main updates its baselines after the PR branched: the PR is compared with
-    main's current baselines, and is not blamed for main's change."""
-    r, base = repo
-    git(r, "checkout", "-q", "-b", "pr", base)
-    write(r, "src/main.ml", "let () = exit 0\n")
-    git(r, "commit", "-q", "-am", "pr")
-    git(r, "checkout", "-q", "main")
-    write(r, "baselines/alloc.json", '{"minor_words": 90}\n')
-    git(r, "commit", "-q", "-am", "main improves")
-    new_base = git(r, "rev-parse", "HEAD")
-    git(r, "checkout", "-q", "--detach", "main")
-    git(r, "merge", "-q", "--no-ff", "-m", "merge", "pr")
-    out = tmp_path / "bb"
-    proc = run([SELECT, "pull_request", new_base, str(out)], cwd=r)
-    assert proc.returncode == 0, proc.stderr
-    assert parse_outputs(proc.stdout)["proposed"] == "false"
-    assert files(out)["alloc.json"] == '{"minor_words": 90}\n'
-
-
-def test_pr_deleting_baselines(repo, tmp_path):
-    r, base = repo
-    pr_merge(r, base, lambda rr: git(rr, "rm", "-q", "-r", "baselines"))
-    out = tmp_path / "bb"
-    proc = run([SELECT, "pull_request", base, str(out)], cwd=r)
-    assert proc.returncode == 0, proc.stderr
-    assert parse_outputs(proc.stdout)["proposed"] == "true"
-    assert "alloc.json" in files(out)
-
-
-def test_push_uses_committed_baselines(repo, tmp_path):
+@pytest.mark.parametrize("where", ["manifest", "baselines"])
+def test_refuses_symlinks(repo, tmp_path, where):
+    """A planted link must not make the harness read another file."""
     r, _ = repo
-    proc = run([SELECT, "push", "", str(tmp_path / "unused")], cwd=r)
-    assert proc.returncode == 0, proc.stderr
-    assert parse_outputs(proc.stdout) == {"baselines": "baselines", "proposed": "false", "check_args": ""}
-    assert not (tmp_path / "unused").exists()
+    if where == "manifest":
+        (r / "m.toml").symlink_to("/etc/passwd")
+    else:
+        (r / "baselines" / "evil.json").symlink_to("/etc/passwd")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "link")
+    head = git(r, "rev-parse", "HEAD")
+    out = tmp_path / "out"
+    proc = run([BASE_BASELINES, "--manifest", "m.toml", str(tmp_path / "m.toml"), head, str(out)], cwd=r)
+    assert proc.returncode == 2
+    assert not (out / "evil.json").exists() and not (tmp_path / "m.toml").exists()
 
 
-def test_pull_request_requires_base_sha(repo, tmp_path):
+@pytest.mark.parametrize("args", [["--manifest"], ["--manifest", "m"], ["--manifest", "", "o", "HEAD", "out"],
+                                  ["--manifest", "../m", "o", "HEAD", "out"], ["--manifest", "/etc/passwd", "o", "HEAD", "out"]])
+def test_manifest_usage_errors(repo, args):
     r, _ = repo
-    assert run([SELECT, "pull_request", "", str(tmp_path / "o")], cwd=r).returncode == 2
+    assert run([BASE_BASELINES, *args], cwd=r).returncode == 2

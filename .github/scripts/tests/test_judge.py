@@ -1,0 +1,529 @@
+"""Tests of the split gate's scripts with the real harness on temporary git repos:
+profile.sh (build job: `memprof-ci profile`) and judge.sh (judge job:
+`memprof-ci check --from-run`), plus has-label.py.
+
+Each test builds a repository whose `main` holds a manifest of two benchmarks
+played by harness/tests/fakebench.py (it writes real profiles, no OCaml
+needed) and baselines recorded by `memprof-ci update-baselines`; a pull request
+branch changes something; the merge commit is checked out the way
+actions/checkout does for `pull_request`, profiled there with profile.sh (the
+build job), and judged with judge.sh from this checkout (the judge job), whose
+harness is this repository's harness/, never the temporary repository's.
+
+No test depends on timing: the overhead measurement is off (--no-overhead) and
+the fake benchmarks are deterministic per seed.
+"""
+import json
+import pathlib
+import shutil
+
+import pytest
+
+from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, git, run, write
+
+JUDGE = str(SCRIPTS / "judge.sh")
+PROFILE = str(SCRIPTS / "profile.sh")
+HAS_LABEL = str(SCRIPTS / "has-label.py")
+FAKE = str(REPO_ROOT / "harness" / "tests" / "fakebench.py")
+HARNESS = str(REPO_ROOT / "harness")
+MANIFEST = "bench/benchmarks.toml"
+ACCEPT = "memprof-ci: accept"
+
+SETTINGS = {"rate": 1e-3, "seeds": [1, 2, 3], "alpha": 0.01, "min_effect": 0.05}
+
+
+def manifest_text(benches=("a", "b"), settings=None, renames=None):
+    """The manifest: [defaults] from SETTINGS (updated by `settings`, whose values
+    are TOML text), one fakebench benchmark per name (renames: new name -> spec name)."""
+    s = {k: json.dumps(v) for k, v in SETTINGS.items()}
+    s.update(settings or {})
+    lines = ["[defaults]"] + [f"{k} = {v}" for k, v in s.items()]
+    for name in benches:
+        spec = (renames or {}).get(name, name)
+        lines += ["", "[[benchmark]]", f'name = "{name}"',
+                  f'command = ["{PYTHON}", "{FAKE}", "./{spec}.spec.json"]']
+    return "\n".join(lines) + "\n"
+
+
+def spec(words):
+    """A fakebench spec: one site per entry of `words`, deterministic per seed."""
+    return json.dumps({"sites": [
+        {"frames": [[f"Main.f{i}", "main.ml", 10 + i], ["Main.main", "main.ml", 200]], "words": w, "live": 0.1}
+        for i, w in enumerate(words)]}) + "\n"
+
+
+A_WORDS = [2_000_000, 1_000_000]
+B_WORDS = [1_500_000]
+A_REGRESSED = [3_000_000, 1_000_000]  # +50% at Main.f0: a clear regression
+
+
+def harness_cli(repo, *args):
+    return run([PYTHON, "-m", "memprof_ci", *args], cwd=repo, env={"PYTHONPATH": HARNESS})
+
+
+def update_baselines(repo):
+    proc = harness_cli(repo, "update-baselines", "--manifest", MANIFEST, "--baselines", "baselines",
+                       "--no-overhead", "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lock = pathlib.Path(repo) / "baselines" / ".lock"
+    if lock.exists():
+        lock.unlink()
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """main: manifest, specs, baselines, a harness/ and .github/ of its own.
+    Built once per module (update-baselines runs the fake benchmarks)."""
+    r = tmp_path_factory.mktemp("template") / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    write(r, MANIFEST, manifest_text())
+    write(r, "bench/a.spec.json", spec(A_WORDS))
+    write(r, "bench/b.spec.json", spec(B_WORDS))
+    # The temporary repository's own "harness": if the judge ever ran the tested
+    # commit's harness, this one would pass everything.
+    write(r, "harness/memprof_ci/__init__.py", "")
+    write(r, "harness/memprof_ci/__main__.py", "raise SystemExit(0)\n")
+    write(r, ".github/workflows/gate.yml", "name: gate\n")
+    update_baselines(r)
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "base")
+    return r, git(r, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(template, tmp_path):
+    """A private copy of the template repository: (path, base_sha)."""
+    src, sha = template
+    r = tmp_path / "repo"
+    shutil.copytree(src, r, symlinks=True)
+    return r, sha
+
+
+def pr_merge(r, base_sha, change):
+    """A PR branch off base_sha with change(r) committed, then main merged with it
+    checked out detached (the shape of refs/pull/N/merge). Returns its sha."""
+    git(r, "checkout", "-q", "-b", "pr", base_sha)
+    change(r)
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "--allow-empty", "-m", "pr")
+    git(r, "checkout", "-q", "--detach", "main")
+    git(r, "merge", "-q", "--no-ff", "-m", "merge", "pr")
+    return git(r, "rev-parse", "HEAD")
+
+
+def profile(r, out, base_sha=None, shard=None):
+    """The build job: profile the checked-out commit."""
+    cmd = [PROFILE]
+    if base_sha:
+        cmd += ["--base-sha", base_sha]
+    if shard:
+        cmd += ["--shard", shard]
+    proc = run(cmd + [MANIFEST, str(out), "--", "--no-overhead", "-q"], cwd=r)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (pathlib.Path(out) / "run.json").is_file()
+    return out
+
+
+def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None):
+    """The judge job: judge.sh from this checkout on the run directories."""
+    out = tmp_path / "report"
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output")}
+    if labels is not None:
+        env["LABELS_JSON"] = labels if isinstance(labels, str) else json.dumps(
+            [{"id": i, "name": n, "color": "ededed"} for i, n in enumerate(labels)])
+    cmd = [JUDGE, "--event", event, "--head-sha", head, "--repo", str(r), "--manifest", MANIFEST,
+           "--baselines", "baselines", "--harness-dir", "harness", "--workflows-dir", ".github/workflows",
+           "--out", str(out), "--expect-runs", str(expect_runs or len(runs)), *args]
+    if base:
+        cmd += ["--base-sha", base]
+    # Run from elsewhere: nothing may depend on the tested repository being the cwd.
+    proc = run(cmd + ["--", *map(str, runs)], cwd=tmp_path, env=env)
+    report = out / "report.md"
+    assert report.is_file(), proc.stdout + proc.stderr
+    md = report.read_text()
+    js = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else None
+    assert (out / "exit-status").read_text().strip() == str(proc.returncode)
+    assert f"status={proc.returncode}" in (tmp_path / "gh_output").read_text()
+    return proc, md, js
+
+
+def regress_a(r, record=False):
+    write(r, "bench/a.spec.json", spec(A_REGRESSED))
+    if record:
+        update_baselines(r)
+
+
+# ---------------------------------------------------------------- push and plain PRs
+
+def test_push_judges_the_committed_state(repo, tmp_path):
+    r, head = repo
+    runs = [profile(r, tmp_path / "run")]
+    proc, md, js = judge(r, tmp_path, head, runs, event="push", labels="null")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["verdict"]["exit_code"] == 0
+    assert js["notes"] == [] and "--proposed-baselines" not in proc.stdout
+
+
+def test_pr_without_changes_passes(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "docs\n"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changes the harness" not in md and "accepted by label" not in md.lower()
+
+
+# ---------------------------------------------------------------- the accept label
+
+@pytest.fixture
+def recorded_regression(repo, tmp_path):
+    """A PR that regresses `a` and commits the baselines its code measures."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: regress_a(rr, record=True))
+    assert "baselines/a.json" in git(r, "diff", "--name-only", f"{base}...{head}")
+    return r, base, head, [profile(r, tmp_path / "run", base)]
+
+
+@pytest.mark.parametrize("labels", [[ACCEPT], ["bug", "memprof-ci: ACCEPT "]], ids=["exact", "case-and-space"])
+def test_label_accepts_matching_proposed_baselines(recorded_regression, tmp_path, labels):
+    r, base, head, runs = recorded_regression
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["verdict"]["exit_code"] == 0
+    assert "accepted by label" in md.lower()
+    # The accepted changes are listed, by benchmark and check.
+    assert [a["benchmark"] for a in js["accepted"]] and {a["benchmark"] for a in js["accepted"]} == {"a"}
+    assert "a::" in md
+    assert "--accept-changes" in proc.stdout
+    assert "--proposed-baselines" in proc.stdout
+
+
+@pytest.mark.parametrize("labels", [None, "null", [], ["bug"], ["memprof-ci: accepted"], ["accept"]],
+                         ids=["unset", "null", "none", "other", "longer-name", "shorter-name"])
+def test_without_the_label_the_regression_fails(recorded_regression, tmp_path, labels):
+    r, base, head, runs = recorded_regression
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert js["verdict"]["exit_code"] == 1
+    assert "--accept-changes" not in proc.stdout
+    assert not js.get("accepted")
+    # The PR's baseline change is still listed for the reviewers.
+    assert "--proposed-baselines" in proc.stdout
+
+
+def test_configured_label_name(recorded_regression, tmp_path):
+    r, base, head, runs = recorded_regression
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=["perf: ok"], args=["--accept-label", "perf: ok"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], args=["--accept-label", "perf: ok"])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+
+
+def test_label_without_baseline_change_accepts_nothing(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "--accept-changes" not in proc.stdout
+    assert "nothing to accept" in md
+
+
+def test_label_does_not_accept_baselines_that_do_not_match_the_code(repo, tmp_path):
+    """The PR records baselines from other code (a +200% run) than it ships (+50%)."""
+    r, base = repo
+
+    def change(rr):
+        write(rr, "bench/a.spec.json", spec([6_000_000, 1_000_000]))
+        update_baselines(rr)
+        regress_a(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, _, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert not js.get("accepted")
+
+
+def test_label_on_a_push_is_ignored(repo, tmp_path):
+    """On pushes the labels do not exist; even a forged payload accepts nothing."""
+    r, _ = repo
+    regress_a(r)
+    git(r, "commit", "-q", "-am", "regress on main")
+    head = git(r, "rev-parse", "HEAD")
+    runs = [profile(r, tmp_path / "run")]
+    proc, _, _ = judge(r, tmp_path, head, runs, event="push", labels=[ACCEPT])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "--accept-changes" not in proc.stdout
+
+
+def test_push_does_not_read_labels_at_all(repo, tmp_path):
+    r, head = repo
+    runs = [profile(r, tmp_path / "run")]
+    proc, _, js = judge(r, tmp_path, head, runs, event="push", labels="{not json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["notes"] == []
+
+
+@pytest.mark.parametrize("labels", ["{", '{"name": "memprof-ci: accept"}', "[1]", '[{"name": 3}]'])
+def test_unreadable_label_payload_is_an_error(recorded_regression, tmp_path, labels):
+    r, base, head, runs = recorded_regression
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=labels)
+    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    assert "--accept-changes" not in proc.stdout
+    assert "labels could not be read" in md
+
+
+# ---------------------------------------------------------------- settings, renames, removals
+
+@pytest.mark.parametrize("settings,listed", [
+    ({"min_effect": "100.0", "alpha": "0.9"}, ["min_effect", "alpha"]),
+    ({"min_effect": "100.0"}, ["min_effect"]),
+    ({"rate": "1e-2"}, ["rate"]),
+])
+def test_settings_changed_by_the_pr_are_judged_with_base_values(repo, tmp_path, settings, listed):
+    """A PR that loosens the settings in its manifest to hide its regression."""
+    r, base = repo
+
+    def change(rr):
+        regress_a(rr)
+        write(rr, MANIFEST, manifest_text(settings=settings))
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    # The build job ran with the base's rate (profile.sh passed --base-manifest).
+    prof = json.loads((tmp_path / "run" / "profiles" / "a.1.json").read_text())
+    assert prof["config"]["rate"] == SETTINGS["rate"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Changed by this pull request" in md
+    assert {c["setting"] for c in js["settings_changes"]} == set(listed)
+
+
+def test_nan_setting_in_the_pr_manifest_never_passes(repo, tmp_path):
+    """min_effect = nan would make every comparison false. The build job's
+    profile refuses the manifest; a run made anyway (here: of the base code)
+    is not judged a pass either."""
+    r, base = repo
+    forged = [profile(r, tmp_path / "forged", base)]
+    head = pr_merge(r, base, lambda rr: (regress_a(rr), write(rr, MANIFEST, manifest_text(settings={"min_effect": "nan"}))))
+    proc = run([PROFILE, "--base-sha", base, MANIFEST, str(tmp_path / "run"), "--", "--no-overhead"], cwd=r)
+    assert proc.returncode == 2 and not (tmp_path / "run" / "run.json").exists()
+    assert "min_effect" in proc.stderr
+    proc, md, _ = judge(r, tmp_path, head, forged, base=base, labels=[ACCEPT])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "min_effect" in md
+
+
+def test_renamed_benchmark_fails_as_missing(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"})))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert js["benchmarks"]["b"]["status"] == "missing"
+    assert "Missing: b" in md
+
+
+def test_deleted_baseline_is_removed(repo, tmp_path):
+    r, base = repo
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text(benches=("a",)))
+        git(rr, "rm", "-q", "baselines/b.json")
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["benchmarks"]["b"]["status"] == "removed"
+    assert "Removed: b" in md
+
+
+def test_pr_without_manifest_is_an_error(repo, tmp_path):
+    r, base = repo
+    runs = [profile(r, tmp_path / "run", base)]
+    head = pr_merge(r, base, lambda rr: git(rr, "rm", "-q", MANIFEST))
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 2
+    assert "has no manifest" in md
+
+
+def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
+    """The pull request that adds memprof-ci: nothing trusted exists yet."""
+    r = tmp_path / "repo"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    write(r, "README", "x\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "c")
+    base = git(r, "rev-parse", "HEAD")
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text())
+        write(rr, "bench/a.spec.json", spec(A_WORDS))
+        write(rr, "bench/b.spec.json", spec(B_WORDS))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "base commit has no" in md
+
+
+# ---------------------------------------------------------------- what judges
+
+def test_harness_change_is_noted_and_ignored(repo, tmp_path):
+    """The PR rewrites its harness to pass everything and regresses `a`: the
+    judge uses its own harness, fails, and says the harness changed."""
+    r, base = repo
+
+    def change(rr):
+        regress_a(rr)
+        write(rr, "harness/memprof_ci/__main__.py", "print('all good')\nraise SystemExit(0)\n")
+        write(rr, "harness/memprof_ci/extra.py", "\n")
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    note = [n for n in js["notes"] if "changes the harness" in n]
+    assert len(note) == 1, js["notes"]
+    assert "harness/memprof_ci/__main__.py" in note[0] and "harness/memprof_ci/extra.py" in note[0]
+    assert "base branch's harness" in note[0]
+    assert "changes the harness" in md
+
+
+def test_workflow_change_is_noted(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, ".github/workflows/gate.yml", "name: gate2\n"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert any(".github/workflows/gate.yml" in n and "own workflow files" in n for n in js["notes"])
+    assert not any("changes the harness" in n for n in js["notes"])
+
+
+# ---------------------------------------------------------------- shards and missing data
+
+def test_shards_are_judged_together(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / f"run{k}", base, shard=f"{k}/2") for k in (1, 2)]
+    # Each shard profiled only its own benchmark.
+    assert [sorted(json.loads((d / "run.json").read_text())["benchmarks"]) for d in runs] == [["a"], ["b"]]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert set(js["benchmarks"]) == {"a", "b"}
+    assert js["benchmarks"]["b"].get("status") != "missing"
+
+
+def test_missing_shard_is_an_error(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    runs = [profile(r, tmp_path / "run1", base, shard="1/2"), tmp_path / "never-uploaded"]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    assert "Incomplete run" in md and "never-uploaded" in md
+
+
+def test_fewer_runs_than_expected_is_an_error(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[], expect_runs=2)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Incomplete run" in md
+
+
+def test_no_run_at_all_is_an_error(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    proc, md, js = judge(r, tmp_path, head, [tmp_path / "nothing"], base=base, labels=[])
+    assert proc.returncode == 2
+    assert "No build job uploaded" in md and js is None
+
+
+@pytest.mark.parametrize("result", ["failure", "cancelled", "skipped", ""])
+def test_failed_build_job_is_an_error(repo, tmp_path, result):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[], args=["--build-result", result])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "A build job ended with" in md
+
+
+@pytest.mark.parametrize("args", [[], ["--event", "pull_request"], ["--event", "push", "--head-sha", "x", "--manifest", "m"]])
+def test_judge_usage(tmp_path, args):
+    assert run([JUDGE, *args], cwd=tmp_path).returncode == 2
+
+
+def test_pull_request_needs_base_sha(repo, tmp_path):
+    r, head = repo
+    proc, md, _ = judge(r, tmp_path, head, [profile(r, tmp_path / "run")], labels=[])
+    assert proc.returncode == 2
+    assert "BASE_SHA is required" in md
+
+
+def test_unknown_commit_is_an_error(repo, tmp_path):
+    r, base = repo
+    proc, md, _ = judge(r, tmp_path, "f" * 40, [profile(r, tmp_path / "run")], base=base, labels=[])
+    assert proc.returncode == 2
+    assert "Cannot resolve" in md
+
+
+# ---------------------------------------------------------------- profile.sh alone
+
+def test_profile_without_run_json_is_an_error(tmp_path):
+    stub = tmp_path / "stub"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    (tmp_path / "m.toml").write_text("")
+    proc = run([PROFILE, "m.toml", str(tmp_path / "out")], cwd=tmp_path, env={"MEMPROF_CI": str(stub)})
+    assert proc.returncode == 2
+    assert "no " in proc.stdout and "run.json" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["m.toml"], ["--shard", "x", "m.toml", "o"], ["m.toml", "o", "extra"],
+                                  ["--bogus", "m.toml", "o"], ["missing.toml", "o"]])
+def test_profile_usage(tmp_path, args):
+    (tmp_path / "m.toml").write_text("")
+    assert run([PROFILE, *args], cwd=tmp_path).returncode == 2
+
+
+# ---------------------------------------------------------------- has-label.py
+
+@pytest.mark.parametrize("raw,label,expected", [
+    ('[{"id": 1, "name": "memprof-ci: accept", "color": "x"}]', ACCEPT, "true"),
+    ('[{"name": "MemProf-CI: Accept"}]', ACCEPT, "true"),
+    ('["memprof-ci: accept"]', ACCEPT, "true"),
+    ('[{"name": "bug"}, {"name": "memprof-ci: accept"}]', ACCEPT, "true"),
+    ('[]', ACCEPT, "false"),
+    ('null', ACCEPT, "false"),
+    ('', ACCEPT, "false"),
+    ('[{"name": "memprof-ci: accept-later"}]', ACCEPT, "false"),
+    ('[{"name": "memprof-ci:accept"}]', ACCEPT, "false"),
+    ('[{"name": "$(touch pwned)"}]', "$(touch pwned)", "true"),
+    ('[{"name": "a"}]', "*", "false"),
+])
+def test_has_label(tmp_path, raw, label, expected):
+    proc = run([PYTHON, HAS_LABEL, label], cwd=tmp_path, env={"LABELS_JSON": raw})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected + "\n"
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("raw", ["{", '{"name": "x"}', "[1]", '[{"id": 1}]', '"memprof-ci: accept"', "[" * 100000])
+def test_has_label_rejects_malformed_payloads(raw):
+    proc = run([PYTHON, HAS_LABEL, ACCEPT], env={"LABELS_JSON": raw})
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+
+
+def test_has_label_unset_env_and_usage():
+    assert run([PYTHON, HAS_LABEL, ACCEPT]).stdout == "false\n"
+    assert run([PYTHON, HAS_LABEL]).returncode == 2
+    assert run([PYTHON, HAS_LABEL, "  "]).returncode == 2
