@@ -21,7 +21,7 @@ import tempfile
 import traceback
 
 from . import __version__
-from .errors import ConfigError, InfraError, InputError, MemprofError
+from .errors import ConfigError, InfraError, MemprofError
 from .manifest import SETTINGS
 from .validate import is_finite
 
@@ -291,7 +291,8 @@ def cmd_run(args) -> int:
         # Leave a report behind even when nothing ran, so that CI steps that
         # merge or publish reports see an error verdict rather than nothing.
         if args.cmd == "check" and (args.report_dir or args.results_json):
-            from .report import new_report, verdict
+            from .report import new_report
+            from .verdict import verdict
             rep = new_report("check")
             rep["errors"] = [str(e)]
             rep["verdict"] = verdict(rep)
@@ -367,7 +368,8 @@ def _cmd_run(args) -> int:
     from . import baseline as bl
     from . import runstore
     from .plugin import Context, MemprofPlugin, finish_report
-    from .report import render_terminal, verdict
+    from .report import render_terminal
+    from .verdict import verdict
 
     update = args.cmd == "update-baselines"
     profile = args.cmd == "profile"
@@ -480,9 +482,8 @@ def _render(rep: dict, fmt: str) -> str:
 
 
 def cmd_compare(args) -> int:
-    from . import stats
-    from .compare import finalize, load_side, regroup_check, site_rows
-    from .report import new_report, verdict
+    from .sides import load_pairs
+    from .verdict import compare_report
 
     for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
         if not (is_finite(v) and lo < v < hi):
@@ -492,50 +493,10 @@ def cmd_compare(args) -> int:
         if not (is_finite(v) and v >= 0):
             raise ConfigError(f"{name} must be a finite non-negative number, got {v}")
     _check_output_paths(args.report_dir, None)
-    grouping = args.grouping or "function"
-    A = load_side(args.a, grouping)
-    B = load_side(args.b, grouping)
-
-    def baseline_grouping(side):
-        gs = {a.grouping for a in side.values() if a.meta.get("path")}
-        return gs.pop() if len(gs) == 1 else None
-    if not args.grouping:
-        ga, gb = baseline_grouping(A), baseline_grouping(B)
-        if ga and not gb and ga != grouping:
-            B = load_side(args.b, ga)
-        elif gb and not ga and gb != grouping:
-            A = load_side(args.a, gb)
-    if len(A) == 1 and len(B) == 1:
-        (na, a), (nb, b) = next(iter(A.items())), next(iter(B.items()))
-        pairs = [(nb if na == nb else f"{na}..{nb}", a, b)]
-    else:
-        pairs = [(n, A[n], B[n]) for n in sorted(set(A) & set(B))]
-    rep = new_report("compare")
-    for n in sorted(set(A) ^ set(B)) if not (len(A) == 1 and len(B) == 1) else []:
-        rep["notes"].append(f"{n}: only in {'A' if n in A else 'B'}")
-    if not pairs:
-        raise InputError(f"{args.a} and {args.b} have no benchmark in common")
-    params = {"alpha": args.alpha, "min_effect": args.min_effect, "min_share": args.min_share}
-    for name, a, b in pairs:
-        regroup_check(a, b, args.a, args.b)
-        r = rep["benchmarks"][name] = {
-            "name": name, "settings": dict(params, gc_tolerance=args.gc_tolerance,
-                                           gc_timing_tolerance=args.gc_timing_tolerance,
-                                           grouping=a.grouping),
-            "notes": [], "overhead": None,
-            "alloc": site_rows(name, "alloc", b, a, params),
-            "live": site_rows(name, "live", b, a, params),
-            "gc": stats.gc_compare(a.gc, b.gc, args.gc_tolerance,
-                                   args.gc_timing_tolerance)}
-        if a.rate != b.rate or a.runs != b.runs:
-            r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
-                              f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")
-        gc_bad = any(g["status"] == "regression" for g in r["gc"])
-        r["checks"] = {"alloc_sites": {"outcome": "passed", "message": ""},
-                       "live": {"outcome": "passed", "message": ""},
-                       "gc_totals": {"outcome": "failed" if gc_bad else "passed", "message": ""}}
-    finalize(rep)
-    rep["verdict"] = verdict(rep)
+    pairs, notes = load_pairs(args.a, args.b, args.grouping)
+    rep = compare_report(pairs, notes, {"alpha": args.alpha, "min_effect": args.min_effect,
+                                        "min_share": args.min_share},
+                         args.gc_tolerance, args.gc_timing_tolerance)
     if args.report_dir:
         _write_reports(rep, args.report_dir, None)
     print(_render(rep, args.format), end="")
@@ -543,14 +504,11 @@ def cmd_compare(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .compare import finalize
     from .merge import merge
-    from .report import render_terminal, verdict
+    from .report import render_terminal
 
     _check_output_paths(args.out_dir, None)
     rep = merge(args.shards)
-    finalize(rep)
-    rep["verdict"] = verdict(rep)
     _write_reports(rep, args.out_dir, None)
     print(render_terminal(rep), end="")
     for e in rep["verdict"]["errors"]:

@@ -1,7 +1,7 @@
 """Merging shard reports into one report and verdict (`memprof-ci merge`).
 
 Each shard of a sharded `check` writes a report.json; merging re-applies the
-family-wise correction over every shard's raw p-values (compare.finalize)
+family-wise correction over every shard's raw p-values (verdict.finalize)
 and derives one verdict.  Shard reports travel as CI artifacts, so they are
 untrusted input.
 
@@ -23,6 +23,7 @@ import jsonschema
 from .errors import InputError
 from .profile import load_json
 from .report import REPORT_FORMAT, REPORT_VERSION, new_report
+from .verdict import finalize, verdict
 
 _NUM = {"type": "number"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
@@ -146,7 +147,7 @@ def load_shard(path: str) -> dict:
 
 
 def merge(paths: list) -> dict:
-    """Shard report files or directories -> one report (not yet finalized)."""
+    """Shard report files or directories -> one decided report."""
     rep = new_report("merge")
     rep["errors"] = []
     seen_shards, count = set(), None
@@ -186,4 +187,6 @@ def merge(paths: list) -> dict:
                                  f"{', '.join(f'{k}/{count}' for k in missing)}")
     if any_prop:
         rep["proposed_baselines"] = prop
+    finalize(rep)
+    rep["verdict"] = verdict(rep)
     return rep

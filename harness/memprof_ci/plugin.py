@@ -4,8 +4,9 @@ The CLI passes the manifest path to pytest.main together with this plugin,
 which turns it into items such as `benchmarks.toml::parser::alloc_sites`, so
 -k, -m, -x and --junitxml behave as usual.  Invariants: each benchmark runs
 once per seed per session whatever the number of items (Context caches runs
-and errors); Holm is applied once over every alloc/live row of every
-selected benchmark; infrastructure problems are raised in item setup (pytest
+and errors); every decision is verdict.py's (the items call it with the
+rows of every selected benchmark, so Holm covers them all, and finish_report
+runs verdict.finalize); infrastructure problems are raised in item setup (pytest
 ERROR, exit 2) and regressions in the test body as RegressionFailure (pytest
 FAILED, exit 1); outcomes are recorded by exception type for the CLI.
 """
@@ -17,8 +18,9 @@ import os
 import pytest
 
 from . import baseline as bl
-from . import overhead, runner, stats
-from .compare import ACCEPTABLE, check_outcome, diff_baselines, finalize, site_rows
+from . import overhead, runner
+from . import verdict as V
+from .verdict import ACCEPTABLE, check_outcome, diff_baselines, finalize, site_rows
 from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
                      RegressionFailure)
 from .report import fmt_bytes, fmt_pct, new_report
@@ -193,7 +195,7 @@ class Context:
             if base.ocaml_version != cur.ocaml_version:
                 r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
                                   f"{cur.ocaml_version}")
-        stats.apply_family(rows)
+        V.decide_family(rows)
 
     def baseline_diff(self) -> dict:
         if self._diff is None:
@@ -243,8 +245,7 @@ class Context:
         msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
                 f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
                 f"p(Holm)={x['p_adj']:.2g})" for x in bad]
-        for g in stats.gc_compare(prop.gc, cur.gc, bench.gc_tolerance,
-                                  bench.gc_timing_tolerance):
+        for g in V.gc_rows(prop.gc, cur.gc, bench):
             if g["status"] != "~":
                 msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
                             f"{g['current']:.0f}")
@@ -252,7 +253,7 @@ class Context:
 
     def accepts(self, name) -> bool:
         """The accept label is on and this benchmark's proposed baseline
-        changed and matches the measurement (compare.accept_changes decides
+        changed and matches the measurement (verdict.accept_changes decides
         the same from a finished report)."""
         if not self.report.get("accept_changes") or not self.proposed_dir:
             return False
@@ -283,7 +284,7 @@ class Context:
             r["proposed"] = (site_rows(name, "alloc", cur, prop, params)
                              + site_rows(name, "live", cur, prop, params))
             rows.extend(r["proposed"])
-        stats.apply_family(rows, two_sided=True)
+        V.decide_family(rows, two_sided=True)
 
 
 # ------------------------------------------------------------------- items
@@ -388,17 +389,11 @@ class GcTotalsItem(CheckItem):
     def runtest(self):
         base = self.need_baseline()
         cur = self.ctx.profiles(self.bench)
-        rows = stats.gc_compare(base.gc, cur.gc, self.benchmark.gc_tolerance,
-                                self.benchmark.gc_timing_tolerance)
+        rows = V.gc_rows(base.gc, cur.gc, self.benchmark)
         self.ctx.result(self.bench)["gc"] = rows
-        bad = [g for g in rows if g["status"] == "regression"]
-        if bad:
-            parts = [f"{g['counter']} {g['baseline']:.0f} -> {g['current']:.0f} "
-                     f"({'from zero' if g['change'] is None else format(g['change'] * 100, '+.2f') + '%'}"
-                     f" > {g['tolerance']:.1%})"
-                     for g in bad]
-            self.regression(
-                f"benchmark {self.bench!r}: GC totals above tolerance: " + "; ".join(parts))
+        msg = V.gc_failure(self.bench, rows)
+        if msg:
+            self.regression(msg)
 
 
 class OverheadItem(CheckItem):
@@ -574,7 +569,6 @@ class MemprofPlugin:
 
 def finish_report(ctx: Context) -> dict:
     """Mark unselected checks, re-apply family decisions, compute the verdict."""
-    from .report import verdict
     rep = ctx.report
     for it in ctx.items:
         ctx.result(it.bench)["checks"].setdefault(it.check, {"outcome": "not run",
@@ -582,5 +576,5 @@ def finish_report(ctx: Context) -> dict:
     if ctx.proposed_dir and rep.get("proposed_baselines") is None:
         ctx.baseline_diff()
     finalize(rep)
-    rep["verdict"] = verdict(rep)
+    rep["verdict"] = V.verdict(rep)
     return rep

@@ -5,8 +5,8 @@ report.json), so `merge` can re-render shard results exactly.  Invariants:
 regressions are listed worst first (largest estimated byte increase); a
 change that is not significant prints as "~" (benchstat style); the JSON is
 strict (non-finite floats become null) and carries raw p-values so merged
-shards can be re-adjusted; verdict() is the single place exit codes are
-derived from check outcomes; every external string (names, messages,
+shards can be re-adjusted; nothing is decided here (the verdict comes
+from verdict.verdict); every external string (names, messages,
 notes) reaches the Markdown and the terminal only through mdsafe.
 """
 
@@ -16,6 +16,7 @@ import json
 import math
 
 from . import mdsafe
+from .verdict import verdict
 
 REPORT_FORMAT = "memprof-ci/report"
 REPORT_VERSION = 1
@@ -59,28 +60,6 @@ def _to_json(report: dict) -> str:
     body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True, allow_nan=False)}"
                       for k, v in sorted(benches.items()))
     return head + (", " if rep else "") + '"benchmarks": {\n' + body + "\n}}\n"
-
-
-def verdict(report: dict) -> dict:
-    errors, regressions, accepted = [], [], []
-    for name, b in sorted(report["benchmarks"].items()):
-        # One cause (say a crashing benchmark) errors every check of the
-        # benchmark: report each distinct message once.
-        by_msg: dict = {}
-        for check, c in sorted(b.get("checks", {}).items()):
-            if c["outcome"] == "error":
-                by_msg.setdefault(c.get("message", ""), []).append(check)
-            elif c["outcome"] == "failed":
-                regressions.append(f"{name}::{check}")
-            elif c["outcome"] == "accepted":
-                accepted.append(f"{name}::{check}")
-        for msg, checks in by_msg.items():
-            errors.append(f"{name} ({', '.join(checks)}): {msg}")
-    for n in report.get("errors", []):
-        errors.append(n)
-    code = 2 if errors else (1 if regressions else 0)
-    return {"exit_code": code, "errors": errors, "regressions": regressions,
-            "accepted": accepted}
 
 
 # ---------------------------------------------------------------- formatting

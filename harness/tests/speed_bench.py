@@ -19,7 +19,8 @@ import numpy as np
 from harness_testlib import make_profile
 
 from memprof_ci.baseline import dumps, to_document, write_atomic
-from memprof_ci.compare import finalize, load_side, site_rows
+from memprof_ci.sides import load_side
+from memprof_ci.verdict import finalize, site_rows
 from memprof_ci.report import new_report, render_markdown, render_terminal, to_json
 
 

@@ -1,6 +1,6 @@
 """Hostile names and messages stay inert in report.md and on the terminal.
 
-A report is built (through stats.site_rows and compare.finalize, as `compare`
+A report is built (through stats.site_rows and verdict.finalize, as `compare`
 does) whose site, file, function and benchmark names, GC counter, error
 messages and notes carry backtick runs, HTML, mentions, issue references,
 links, images, bare URLs, newlines, ANSI escapes and a 100 KB name.  It is
@@ -25,8 +25,8 @@ import pytest
 
 from harness_testlib import REPO  # noqa: F401  (puts harness/ on sys.path)
 from memprof_ci import mdsafe, stats
-from memprof_ci.compare import finalize
-from memprof_ci.report import new_report, render_markdown, render_terminal, verdict
+from memprof_ci.verdict import finalize, verdict
+from memprof_ci.report import new_report, render_markdown, render_terminal
 from memprof_ci.sites import site_label
 
 ZWJ = "\u200d"

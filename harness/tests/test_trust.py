@@ -16,7 +16,7 @@ import os
 import shutil
 
 import pytest
-from harness_testlib import (BASE_WORDS, bump, check, cli, make_profile, no_traceback,
+from harness_testlib import (bump, check, cli, make_profile, no_traceback,
                              project, spec_sites, update, write_json)
 
 from memprof_ci import cli as cli_mod

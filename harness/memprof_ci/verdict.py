@@ -1,22 +1,47 @@
-"""Comparing aggregates: building site rows, family-wide decisions, diffs.
+"""Decisions: site rows, the family-wise correction, check outcomes, the
+accept label, and the verdict of a report.
 
-This glues sites.Aggregate to stats: it is shared by the pytest items (check),
-`compare` and `merge`, so the three always decide the same way.
-Invariants: finalize() is idempotent and is the only place Holm is applied to
-a report (over every alloc and live row of every benchmark in it), and it
-recomputes the alloc/live check outcomes from the adjusted rows.
+Every way memprof-ci reaches a verdict goes through here: the pytest items
+of `check` (plugin.py) while they run, `compare` on two inputs, and `merge`
+over shard reports, so the three decide the same way.  stats.py holds the
+tests and their arithmetic; report.py only renders what is decided here.
+
+Invariants:
+1. decide_family() is the only way rows are Holm-adjusted and classified;
+   finalize() applies it over every alloc and live row of a report (and,
+   two-sided, over every proposed-baseline row), is idempotent, recomputes
+   the alloc/live outcomes from the adjusted rows and then the accept label.
+2. verdict() is the only place exit codes come from: 2 when any check or the
+   run has an error, else 1 when any check failed, else 0; "accepted"
+   outcomes do not fail.
+3. An internal error is never a regression: only RegressionFailure outcomes
+   ("failed") can make exit code 1.
 """
 
 from __future__ import annotations
 
-import os
-import re
-
 from . import stats
-from .baseline import is_baseline_doc, parse_baseline
-from .errors import InputError
-from .profile import is_profile_doc, load_json, parse_profile, profile_files
-from .sites import Aggregate, aggregate, aggregate_paths
+from .sites import Aggregate
+
+
+def decide_family(rows: list, two_sided: bool = False) -> None:
+    """Holm over `rows` (in place) and each row's status (stats.apply_family)."""
+    stats.apply_family(rows, two_sided=two_sided)
+
+
+def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
+    """The GC totals compared with the benchmark's tolerances."""
+    return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, bench.gc_timing_tolerance)
+
+
+def gc_failure(name: str, rows: list) -> str | None:
+    bad = [g for g in rows if g["status"] == "regression"]
+    if not bad:
+        return None
+    parts = [f"{g['counter']} {g['baseline']:.0f} -> {g['current']:.0f} "
+             f"({'from zero' if g['change'] is None else format(g['change'] * 100, '+.2f') + '%'}"
+             f" > {g['tolerance']:.1%})" for g in bad]
+    return f"benchmark {name!r}: GC totals above tolerance: " + "; ".join(parts)
 
 
 def _site_map(agg: Aggregate, check: str) -> dict:
@@ -94,11 +119,11 @@ def finalize(report: dict) -> None:
     for b in report["benchmarks"].values():
         for key in ("alloc", "live"):
             rows.extend(b.get(key) or [])
-    stats.apply_family(rows)
+    decide_family(rows)
     prop = []
     for b in report["benchmarks"].values():
         prop.extend(b.get("proposed") or [])
-    stats.apply_family(prop, two_sided=True)
+    decide_family(prop, two_sided=True)
     for name, b in report["benchmarks"].items():
         checks = b.setdefault("checks", {})
         for key, check in _CHECK_OF.items():
@@ -108,76 +133,6 @@ def finalize(report: dict) -> None:
                 checks[check] = check_outcome(b[key], key, name)
     accept_changes(report)
 
-
-# ------------------------------------------------------------ compare sides
-
-_PROFILE_NAME = re.compile(r"^(?P<bench>.+)\.(?P<seed>\d+)\.json$")
-
-
-def load_side(path: str, grouping: str) -> dict:
-    """A profile, a baseline, or a directory of either -> {benchmark: Aggregate}."""
-    if os.path.isdir(path):
-        profiles: dict = {}
-        baselines: dict = {}
-        for f in profile_files(path):
-            kind = _sniff(f)
-            if kind == "baseline":
-                b = parse_baseline(load_json(f, "baseline"), f)
-                baselines[b.name] = b
-            elif kind == "profile":
-                m = _PROFILE_NAME.match(os.path.basename(f))
-                key = m.group("bench") if m else os.path.basename(os.path.abspath(path))
-                profiles.setdefault(key, []).append(f)
-            else:
-                raise InputError(f"{f}: neither a memprof-ci profile nor a baseline; "
-                                 f"remove it from {path}")
-        if profiles and baselines:
-            raise InputError(f"{path}: mixes profiles and baselines; compare them separately")
-        if not profiles and not baselines:
-            raise InputError(f"{path}: no profiles or baselines (*.json) found")
-        if baselines:
-            return baselines
-        return {k: aggregate_paths(v, grouping, k) for k, v in sorted(profiles.items())}
-    doc = load_json(path, "profile or baseline")
-    if is_baseline_doc(doc):
-        b = parse_baseline(doc, path)
-        return {b.name: b}
-    if is_profile_doc(doc):
-        p = parse_profile(doc, path)
-        m = _PROFILE_NAME.match(os.path.basename(path))
-        name = m.group("bench") if m else os.path.splitext(os.path.basename(path))[0]
-        return {name: aggregate([p], grouping, name)}
-    raise InputError(f"{path}: neither a memprof-ci profile nor a baseline")
-
-
-def _sniff(path: str) -> str | None:
-    """Cheap format detection from the first bytes (full parsing comes later).
-
-    Both writers put "format" first (the runtime by schema order, baselines by
-    sorted keys after "backend"/"benchmark"/"config"...), so look at a prefix
-    large enough to hold it and fall back to a full parse otherwise.
-    """
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e}") from None
-    if b'"memprof-ci/profile"' in head:
-        return "profile"
-    if b'"memprof-ci/baseline"' in head:
-        return "baseline"
-    doc = load_json(path, "profile or baseline")
-    return "profile" if is_profile_doc(doc) else "baseline" if is_baseline_doc(doc) else None
-
-
-def regroup_check(a: Aggregate, b: Aggregate, pa: str, pb: str) -> None:
-    if a.grouping != b.grouping:
-        raise InputError(f"{pa} is grouped by {a.grouping!r} but {pb} by {b.grouping!r}; "
-                         f"a baseline keeps only its own grouping, so pass --grouping "
-                         f"{a.grouping if a.meta.get('path') else b.grouping} or compare profiles")
-
-
-# ------------------------------------------------------- proposed baselines
 
 def diff_baselines(trusted: dict, proposed: dict) -> dict:
     """What a PR's proposed baselines change relative to the trusted ones."""
@@ -212,3 +167,54 @@ def diff_baselines(trusted: dict, proposed: dict) -> dict:
         out[name] = {"status": "changed" if changed else "unchanged", "sites": sites, "gc": gc,
                      "config_changed": cfg_t != cfg_p}
     return {"benchmarks": out}
+
+
+def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
+                   gc_timing_tolerance: float) -> dict:
+    """`memprof-ci compare`: a decided report for [(name, A, B)], B judged
+    against A with the given parameters."""
+    from .report import new_report
+    rep = new_report("compare")
+    rep["notes"].extend(notes)
+    for name, a, b in pairs:
+        r = rep["benchmarks"][name] = {
+            "name": name, "settings": dict(params, gc_tolerance=gc_tolerance,
+                                           gc_timing_tolerance=gc_timing_tolerance,
+                                           grouping=a.grouping),
+            "notes": [], "overhead": None,
+            "alloc": site_rows(name, "alloc", b, a, params),
+            "live": site_rows(name, "live", b, a, params),
+            "gc": stats.gc_compare(a.gc, b.gc, gc_tolerance, gc_timing_tolerance)}
+        if a.rate != b.rate or a.runs != b.runs:
+            r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
+                              f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")
+        gc_msg = gc_failure(name, r["gc"])
+        r["checks"] = {"alloc_sites": {"outcome": "passed", "message": ""},
+                       "live": {"outcome": "passed", "message": ""},
+                       "gc_totals": {"outcome": "failed" if gc_msg else "passed",
+                                     "message": gc_msg or ""}}
+    finalize(rep)
+    rep["verdict"] = verdict(rep)
+    return rep
+
+
+def verdict(report: dict) -> dict:
+    errors, regressions, accepted = [], [], []
+    for name, b in sorted(report["benchmarks"].items()):
+        # One cause (say a crashing benchmark) errors every check of the
+        # benchmark: report each distinct message once.
+        by_msg: dict = {}
+        for check, c in sorted(b.get("checks", {}).items()):
+            if c["outcome"] == "error":
+                by_msg.setdefault(c.get("message", ""), []).append(check)
+            elif c["outcome"] == "failed":
+                regressions.append(f"{name}::{check}")
+            elif c["outcome"] == "accepted":
+                accepted.append(f"{name}::{check}")
+        for msg, checks in by_msg.items():
+            errors.append(f"{name} ({', '.join(checks)}): {msg}")
+    for n in report.get("errors", []):
+        errors.append(n)
+    code = 2 if errors else (1 if regressions else 0)
+    return {"exit_code": code, "errors": errors, "regressions": regressions,
+            "accepted": accepted}

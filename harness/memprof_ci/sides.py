@@ -1,0 +1,116 @@
+"""Reading the two sides of `memprof-ci compare`: a profile, a baseline, or
+a directory of either, as {benchmark: sites.Aggregate}.
+
+Invariants: every file is validated by its own loader (profile.py,
+baseline.py) before use; a directory must hold only profiles or only
+baselines; profiles named <bench>.<seed>.json are summed per benchmark.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .baseline import is_baseline_doc, parse_baseline
+from .errors import InputError
+from .profile import is_profile_doc, load_json, parse_profile, profile_files
+from .sites import Aggregate, aggregate, aggregate_paths
+
+
+_PROFILE_NAME = re.compile(r"^(?P<bench>.+)\.(?P<seed>\d+)\.json$")
+
+
+def load_side(path: str, grouping: str) -> dict:
+    """A profile, a baseline, or a directory of either -> {benchmark: Aggregate}."""
+    if os.path.isdir(path):
+        profiles: dict = {}
+        baselines: dict = {}
+        for f in profile_files(path):
+            kind = _sniff(f)
+            if kind == "baseline":
+                b = parse_baseline(load_json(f, "baseline"), f)
+                baselines[b.name] = b
+            elif kind == "profile":
+                m = _PROFILE_NAME.match(os.path.basename(f))
+                key = m.group("bench") if m else os.path.basename(os.path.abspath(path))
+                profiles.setdefault(key, []).append(f)
+            else:
+                raise InputError(f"{f}: neither a memprof-ci profile nor a baseline; "
+                                 f"remove it from {path}")
+        if profiles and baselines:
+            raise InputError(f"{path}: mixes profiles and baselines; compare them separately")
+        if not profiles and not baselines:
+            raise InputError(f"{path}: no profiles or baselines (*.json) found")
+        if baselines:
+            return baselines
+        return {k: aggregate_paths(v, grouping, k) for k, v in sorted(profiles.items())}
+    doc = load_json(path, "profile or baseline")
+    if is_baseline_doc(doc):
+        b = parse_baseline(doc, path)
+        return {b.name: b}
+    if is_profile_doc(doc):
+        p = parse_profile(doc, path)
+        m = _PROFILE_NAME.match(os.path.basename(path))
+        name = m.group("bench") if m else os.path.splitext(os.path.basename(path))[0]
+        return {name: aggregate([p], grouping, name)}
+    raise InputError(f"{path}: neither a memprof-ci profile nor a baseline")
+
+
+def _sniff(path: str) -> str | None:
+    """Cheap format detection from the first bytes (full parsing comes later).
+
+    Both writers put "format" first (the runtime by schema order, baselines by
+    sorted keys after "backend"/"benchmark"/"config"...), so look at a prefix
+    large enough to hold it and fall back to a full parse otherwise.
+    """
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    if b'"memprof-ci/profile"' in head:
+        return "profile"
+    if b'"memprof-ci/baseline"' in head:
+        return "baseline"
+    doc = load_json(path, "profile or baseline")
+    return "profile" if is_profile_doc(doc) else "baseline" if is_baseline_doc(doc) else None
+
+
+def regroup_check(a: Aggregate, b: Aggregate, pa: str, pb: str) -> None:
+    if a.grouping != b.grouping:
+        raise InputError(f"{pa} is grouped by {a.grouping!r} but {pb} by {b.grouping!r}; "
+                         f"a baseline keeps only its own grouping, so pass --grouping "
+                         f"{a.grouping if a.meta.get('path') else b.grouping} or compare profiles")
+
+
+def _baseline_grouping(side: dict):
+    gs = {a.grouping for a in side.values() if a.meta.get("path")}
+    return gs.pop() if len(gs) == 1 else None
+
+
+def load_pairs(path_a: str, path_b: str, grouping: str | None):
+    """The benchmarks to compare, [(name, A, B)], and notes on the rest.
+
+    Without an explicit grouping, profiles are grouped like the baseline on
+    the other side (a baseline keeps only its own grouping).  Two single
+    inputs are compared whatever their names; two sets by common names."""
+    g = grouping or "function"
+    A, B = load_side(path_a, g), load_side(path_b, g)
+    if not grouping:
+        ga, gb = _baseline_grouping(A), _baseline_grouping(B)
+        if ga and not gb and ga != g:
+            B = load_side(path_b, ga)
+        elif gb and not ga and gb != g:
+            A = load_side(path_a, gb)
+    notes = []
+    if len(A) == 1 and len(B) == 1:
+        (na, a), (nb, b) = next(iter(A.items())), next(iter(B.items()))
+        pairs = [(nb if na == nb else f"{na}..{nb}", a, b)]
+    else:
+        pairs = [(n, A[n], B[n]) for n in sorted(set(A) & set(B))]
+        notes = [f"{n}: only in {'A' if n in A else 'B'}" for n in sorted(set(A) ^ set(B))]
+    if not pairs:
+        raise InputError(f"{path_a} and {path_b} have no benchmark in common")
+    for _, a, b in pairs:
+        regroup_check(a, b, path_a, path_b)
+    return pairs, notes
