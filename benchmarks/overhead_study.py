@@ -532,7 +532,7 @@ def run_callgrind(benches: list[dict], stock_dir: str, scale: float, cost_scale:
 def interval_verdict(lows: list[float], highs: list[float], target: float) -> str:
     """Verdict on "every value is below target" from 95% intervals: wall time
     decides only when the intervals clear the target; when one straddles it,
-    the instruction counts decide (issue 3, item 7)."""
+    the instruction counts decide."""
     if not lows:
         return "n/a"
     if max(highs) < target:
@@ -674,8 +674,9 @@ def write_markdown(path: str, meta: dict, results: dict, rates: list[float],
     L.append(f"- C tracker: `OCAMLMEMPROF=rate=R,seed={SEED},frames=F,out=<tmp>` vs the same "
              f"binary with it unset. OCaml tracker: `ocamltracker/<name>.exe` with "
              f"`OCAMLMEMPROF_OCAML_RATE=R` and `OCAMLMEMPROF_OCAML_OUT=<tmp>` (it writes its "
-             f"per-stack profile, and settles live blocks with two major cycles at exit, as "
-             f"the built-in tracker does) vs the same binary with them unset.")
+             f"per-stack profile, and settles live blocks with two major cycles at exit, the "
+             f"only way an OCaml tracker can; the built-in tracker walks what is reachable "
+             f"instead) vs the same binary with them unset.")
     if callgrind is not None:
         L.append(f"- Instructions: {meta['valgrind']} `--tool=callgrind`, size argument × "
                  f"{meta['callgrind_scale']}; concurrent benchmarks (marked †) repeated "

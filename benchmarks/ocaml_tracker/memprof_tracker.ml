@@ -15,9 +15,12 @@
    - dealloc_minor / dealloc_major: count the deallocation.
    Frames are symbolised only at exit.  At exit sampling stops, and two
    major cycles are completed (Gc.major twice, which also runs the pending
-   dealloc callbacks) before the profile is discarded: the built-in tracker
-   does the same, so that "live" means reachable at exit in both and the
-   overhead study compares like with like.  Then a one-line summary is printed
+   dealloc callbacks) before the profile is discarded: an OCaml tracker has
+   no other way to tell which blocks are reachable at exit.  The built-in
+   tracker decides the same question by a read-only walk of what the roots
+   reach (two cycles only with live=gc or when the walk cannot be exact), so
+   the overhead study charges this tracker the costlier way of doing the
+   same work.  Then a one-line summary is printed
    to stderr:
      ocaml-tracker: rate=R stacks=N samples=S blocks=B words=W promoted=P
        freed=F live_blocks=L top=<first frame of the stack with most samples>

@@ -207,5 +207,6 @@ def test_overhead_false_alarms_with_independent_noise_stay_under_alpha():
         screened += 1
         p, _ = stats.overhead_sign_test(ratios, np.ones(n_total), 0.10)
         failed += p <= level
-    assert screened > 100       # the old rule would have failed these
+    assert screened > 100       # all first rounds over budget: a rule that failed on
+                                # the first rounds alone would have failed these
     assert failed <= 2

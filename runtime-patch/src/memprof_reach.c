@@ -31,7 +31,7 @@
  *    reachable only while their keys are, which the GC resolves
  *    across domains' lists, including orphaned ones). Otherwise, or
  *    when OCAMLMEMPROF says live=gc, the tracker lets two major cycles
- *    decide, as before.
+ *    decide.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
