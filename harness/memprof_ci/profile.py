@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import os
 from dataclasses import dataclass, field
 
@@ -82,8 +83,9 @@ def load_profile(path: str, check_stacks: bool = True) -> Profile:
 
 def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     """Validate a decoded profile.  With check_stacks=False the caller takes
-    over validation of the stacks (sites._group_stacks does it in the same
-    pass that groups them); the header is always checked here."""
+    over validation of the stacks with this module's stack_counts,
+    check_frames and explain_bad_stack (sites.group_stacks does, in the pass
+    that groups them); the header is always checked here."""
     def bad(msg):
         return InputError(f"{path}: malformed profile: {msg}; regenerate it "
                           f"with the memprof-ci runtime")
@@ -149,29 +151,13 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                        gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
                        stacks=stacks)
     tot_samples = tot_live = 0
-    frame_keys = frozenset(FRAME_KEYS)
-    # Hot loop (tens of thousands of stacks): cheap type checks first, and the
-    # detailed, slower check_counts only to explain a failure.
     for i, st in enumerate(stacks):
-        try:
-            vals = [st[k] for k in COUNT_KEYS]
-            ok = all(type(v) is int and 0 <= v <= validate.MAX_COUNT for v in vals)
-            frames = st["frames"]
-        except (KeyError, TypeError):
-            ok, frames = False, None
-        if not ok or vals[1] != vals[3] + vals[4] + vals[6] or vals[8] + vals[9] != vals[1]:
-            check_counts(st, f"stacks[{i}]")
-        if type(frames) is not list:
-            raise bad(f"stacks[{i}].frames is not a list")
-        for j, fr in enumerate(frames):
-            if type(fr) is not dict or not frame_keys <= fr.keys():
-                raise bad(f"stacks[{i}].frames[{j}] lacks file/line/function")
-            fn, fl, ln = fr["function"], fr["file"], fr["line"]
-            if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
-                    and (ln is None or type(ln) is int)):
-                raise bad(f"stacks[{i}].frames[{j}] has a field of the wrong type")
-        tot_samples += vals[1]
-        tot_live += vals[9]
+        vals = stack_counts(st)
+        if vals is None:
+            explain_bad_stack(st, i, path)
+        check_frames(st["frames"], i, path)
+        tot_samples += vals[SAMPLES]
+        tot_live += vals[LIVE]
     if tot_samples != doc["totals"]["samples"] or tot_live != doc["totals"]["live_samples"]:
         raise bad("totals do not equal the sum over stacks (truncated file?)")
     return Profile(path=path, ocaml_version=doc["ocaml_version"],
@@ -179,6 +165,64 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                    rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
                    gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
                    stacks=stacks)
+
+
+# ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.
+
+SAMPLES, MINOR, MAJOR, CUSTOM, COLLECTED, LIVE = (
+    COUNT_KEYS.index(k) for k in ("samples", "minor_samples", "major_samples",
+                                  "custom_samples", "collected_samples", "live_samples"))
+_COUNTS = operator.itemgetter(*COUNT_KEYS)
+_FRAME_KEYS = frozenset(FRAME_KEYS)
+_INT = {int}
+
+
+def stack_counts(st):
+    """The stack's counts (in COUNT_KEYS order) when they are valid counts
+    satisfying the format's identities, else None (then explain_bad_stack
+    says why).  Cheap: this runs once per stack."""
+    try:
+        vals = _COUNTS(st)
+    except (KeyError, TypeError):
+        return None
+    if set(map(type, vals)) != _INT or min(vals) < 0 or max(vals) > validate.MAX_COUNT:
+        return None
+    if vals[SAMPLES] != vals[MINOR] + vals[MAJOR] + vals[CUSTOM] or \
+            vals[COLLECTED] + vals[LIVE] != vals[SAMPLES]:
+        return None
+    return vals
+
+
+def check_frames(frames, i: int, path: str) -> None:
+    """A stack's frames: a list of objects with the frame keys, typed."""
+    if type(frames) is not list:
+        raise InputError(f"{path}: malformed profile: stacks[{i}].frames is not a list; "
+                         f"regenerate it")
+    for j, fr in enumerate(frames):
+        if type(fr) is not dict or not _FRAME_KEYS <= fr.keys():
+            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] lacks "
+                             f"file/line/function; regenerate it")
+        fn, fl, ln = fr["function"], fr["file"], fr["line"]
+        if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
+                and (ln is None or type(ln) is int)):
+            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] has a "
+                             f"field of the wrong type; regenerate it")
+
+
+def explain_bad_stack(st, i: int, path: str):
+    """Raise the InputError that says what is wrong with stacks[i]."""
+    where = f"stacks[{i}]"
+    if not isinstance(st, dict):
+        raise InputError(f"{path}: malformed profile: {where} is not an object; regenerate it")
+    for k in COUNT_KEYS:
+        if not _is_count(st.get(k)):
+            raise InputError(f"{path}: malformed profile: {where}.{k} is missing or not a "
+                             f"non-negative integer at most 2^53; regenerate it")
+    if "frames" not in st:
+        raise InputError(f"{path}: malformed profile: {where}.frames is missing; regenerate it")
+    check_frames(st["frames"], i, path)
+    raise InputError(f"{path}: malformed profile: {where} breaks samples = minor + major + "
+                     f"custom or collected + live = samples; regenerate it")
 
 
 def profile_files(directory: str) -> list[str]:

@@ -49,7 +49,7 @@ def load_side(path: str, grouping: str) -> dict:
         b = parse_baseline(doc, path)
         return {b.name: b}
     if is_profile_doc(doc):
-        p = parse_profile(doc, path)
+        p = parse_profile(doc, path, check_stacks=False)   # aggregate() checks them
         m = _PROFILE_NAME.match(os.path.basename(path))
         name = m.group("bench") if m else os.path.splitext(os.path.basename(path))[0]
         return {name: aggregate([p], grouping, name)}

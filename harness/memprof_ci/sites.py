@@ -19,10 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .errors import InputError
-from .profile import COUNT_KEYS, FRAME_KEYS, GC_KEYS, WORD_BYTES, Profile
-from .validate import MAX_COUNT, is_count
+from .profile import (GC_KEYS, LIVE, SAMPLES, WORD_BYTES, Profile, check_frames,
+                      explain_bad_stack, stack_counts)
 
-_FRAME_KEYS = frozenset(FRAME_KEYS)
 
 GROUPINGS = ("function", "line", "innermost")
 UNKNOWN = "<unknown>"
@@ -168,29 +167,12 @@ class Aggregate:
 _NAMES = operator.itemgetter("function", "file")
 
 
-def _check_frames(frames, i: int, path: str) -> None:
-    if type(frames) is not list:
-        raise InputError(f"{path}: malformed profile: stacks[{i}].frames is not a list")
-    for j, fr in enumerate(frames):
-        if type(fr) is not dict or not _FRAME_KEYS <= fr.keys():
-            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] lacks "
-                             f"file/line/function; regenerate it")
-        fn, fl, ln = fr["function"], fr["file"], fr["line"]
-        if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
-                and (ln is None or type(ln) is int)):
-            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] has a "
-                             f"field of the wrong type; regenerate it")
-
-
-_COUNTS = operator.itemgetter(*COUNT_KEYS)
-_INT = {int}
-
-
 def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None):
     """Site counts of one profile's stacks: (compact site tuples, samples, live).
 
-    Also validates the stacks in the same pass (counter types and identities
-    for every stack; frames once per distinct (function, file) sequence) and,
+    Also validates the stacks in the same pass, with profile.py's stack
+    validator (counter types and identities for every stack; frames once per
+    distinct (function, file) sequence) and,
     given the profile's totals, that they add up: this is the hot loop on
     profiles with tens of thousands of stacks.
     """
@@ -199,19 +181,18 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
     total = live_total = 0
     by_line = grouping == "line"
     for i, st in enumerate(stacks):
+        vals = stack_counts(st)
+        if vals is None:
+            explain_bad_stack(st, i, path)
+        frames = st["frames"]
         try:
-            vals = _COUNTS(st)
-            frames = st["frames"]
             sig = tuple(map(_NAMES, frames))
-            ok = (set(map(type, vals)) == _INT and min(vals) >= 0 and max(vals) <= MAX_COUNT
-                  and vals[1] == vals[3] + vals[4] + vals[6] and vals[8] + vals[9] == vals[1])
         except (KeyError, TypeError):
-            ok = False
-        if not ok:
-            _explain_bad_stack(st, i, path)
+            check_frames(frames, i, path)
+            raise
         c = cache.get(sig)
         if c is None:
-            _check_frames(frames, i, path)
+            check_frames(frames, i, path)
             idx, fl, fn, via = classify(frames, grouping)
             c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl))
         idx, fl, fn, via, key = c
@@ -219,10 +200,10 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         if idx is not None:
             line = frames[idx]["line"]
             if line is not None and type(line) is not int:
-                _check_frames(frames, i, path)
+                check_frames(frames, i, path)
             if by_line:
                 key = site_label(fn, fl, line)
-        n, live = vals[1], vals[9]
+        n, live = vals[SAMPLES], vals[LIVE]
         a = acc.get(key)
         if a is None:
             a = acc[key] = [key, fl, fn, line if by_line else None, 0, 0, {}, {}, {}]
@@ -244,22 +225,6 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
                          f"stacks (truncated file?); regenerate it with the memprof-ci runtime")
     return [tuple(a) for a in acc.values()], total, live_total
-
-
-def _explain_bad_stack(st, i: int, path: str):
-    where = f"stacks[{i}]"
-    if not isinstance(st, dict):
-        raise InputError(f"{path}: malformed profile: {where} is not an object; regenerate it")
-    for k in COUNT_KEYS:
-        v = st.get(k)
-        if not is_count(v):
-            raise InputError(f"{path}: malformed profile: {where}.{k} is missing or not a "
-                             f"non-negative integer at most 2^53; regenerate it")
-    if "frames" not in st:
-        raise InputError(f"{path}: malformed profile: {where}.frames is missing; regenerate it")
-    _check_frames(st["frames"], i, path)
-    raise InputError(f"{path}: malformed profile: {where} breaks samples = minor + major + "
-                     f"custom or collected + live = samples; regenerate it")
 
 
 def _load_grouped(path: str, grouping: str):

@@ -3,6 +3,7 @@
 from harness_testlib import make_profile
 
 from memprof_ci.profile import parse_profile
+from memprof_ci import sites
 from memprof_ci.sites import aggregate
 
 
@@ -27,13 +28,14 @@ def test_line_grouping_does_split_by_line():
 
 
 def test_stdlib_only_and_unknown_stacks():
-    unk = {"function": None, "file": None, "line": None}
     a = agg([([(None, None, None), ("Stdlib__Hashtbl.resize", "hashtbl.ml", 9),
                ("CamlinternalFormat.make", "camlinternalFormat.ml", 3)], 4, 0),
              ([(None, None, None)], 3, 0)])
     assert set(a.sites) == {"Stdlib__Hashtbl.resize @ hashtbl.ml", "<unknown>"}
     assert a.sites["<unknown>"].samples == 3
-    assert unk  # frames with all-null fields are the unknown ones
+    # Frames with all-null fields are the unknown ones; a file alone is known.
+    assert not sites._known({"function": None, "file": None, "line": None})
+    assert sites._known({"function": None, "file": "a.ml", "line": None})
 
 
 def test_unknown_frames_are_skipped_to_user_frame_and_via_is_entry_point():

@@ -104,7 +104,7 @@ def test_power_20_percent_at_2000_samples():
 def test_new_site_tested_from_zero():
     rows = _family_rows([5000, 3000], [5000, 0])
     new = [r for r in rows if r["site"] == "s1"][0]
-    assert new["status"] == "regression" and new["ratio"] is None or math.isinf(new["ratio"])
+    assert new["status"] == "regression" and (new["ratio"] is None or math.isinf(new["ratio"]))
     rows = _family_rows([5000, 2], [5000, 0])
     assert all(r["status"] == "~" for r in rows)  # 2 samples: p = 0.25
 

@@ -138,7 +138,8 @@ def test_scripts_have_header_and_are_executable(script):
     assert lines[0].startswith("#!"), "missing shebang"
     head = "\n".join(lines[1:25])
     assert re.search(r"^(#|//|\"\"\")", head, re.M), "missing header comment"
-    assert "nvariant" in script.read_text()[:3000], "header must state the script's invariants"
+    assert re.search(r"^\W*Invariants?:?[ \t]*\n?\W*\w", script.read_text()[:3000], re.M), \
+        "header must state the script's invariants"
     assert os.access(script, os.X_OK), "not executable"
 
 
