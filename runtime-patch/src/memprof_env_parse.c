@@ -21,8 +21,10 @@
  *    exit. The setting is cut up in place and `out` points into it.
  *    strtod converts a rate only after the syntax above has been
  *    checked, so its own leniency (leading whitespace, hex, inf) never
- *    applies; it runs in the "C" locale, since nothing has called
- *    setlocale when the runtime parses (memprof_env.c).
+ *    applies. It uses the process's locale: "C" for an OCaml program,
+ *    whose main never calls setlocale before the runtime parses
+ *    (memprof_env.c); a C main that sets a locale with a decimal comma
+ *    first would see plain rates like 0.5 rejected, never misread.
  * 3. Errors: the first problem found, as one line of printable ASCII
  *    naming OCAMLMEMPROF and the key and value (or the whole setting,
  *    for an empty item). Echoed pieces are escaped: printable ASCII
