@@ -119,3 +119,36 @@ bench-harness: | deps-python
 
 clean:
 	rm -rf _build/benchmarks _build/benchmarks-stock _build/alloc-report _build/overhead
+
+# ---- Fuzzing the OCAMLMEMPROF parser ------------------------------------
+#
+#   make fuzz-env   build runtime-patch/fuzz/fuzz_env.c with libFuzzer, ASan
+#                   and UBSan into _build/fuzz and run it for a bounded time;
+#                   FUZZ_ENV_ARGS='...' replaces the bound (e.g. -runs=N).
+# The target compiles the parser itself (memprof_env_parse.c), not the
+# runtime. New inputs go to _build/fuzz/corpus-env; the seed corpus in
+# runtime-patch/fuzz/corpus is only read; crashes are saved in _build/fuzz.
+# runtime-patch/tests/test_fuzz_env.py builds it through fuzz-env-build.
+
+FUZZ_CC ?= clang
+FUZZ_DIR := _build/fuzz
+FUZZ_ENV := $(FUZZ_DIR)/fuzz_env
+FUZZ_ENV_ARGS ?= -max_total_time=20 -runs=5000000
+FUZZ_ENV_SRCS := runtime-patch/fuzz/fuzz_env.c runtime-patch/src/memprof_env_parse.c
+FUZZ_CFLAGS := -std=c11 -g -O1 -Wall -Wextra \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+  -fno-omit-frame-pointer -Iruntime-patch/src
+
+.PHONY: fuzz-env fuzz-env-build
+fuzz-env-build: $(FUZZ_ENV)
+
+$(FUZZ_ENV): $(FUZZ_ENV_SRCS) runtime-patch/src/caml/memprof_env_parse.h
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_ENV_SRCS) -o $@
+
+fuzz-env: | deps-lint
+	$(MAKE) --no-print-directory fuzz-env-build
+	@mkdir -p $(FUZZ_DIR)/corpus-env
+	$(FUZZ_ENV) -dict=runtime-patch/fuzz/env.dict -max_len=1024 \
+	  -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_ENV_ARGS) \
+	  $(FUZZ_DIR)/corpus-env runtime-patch/fuzz/corpus

@@ -32,7 +32,7 @@ check() {
       python) need_py pytest python3-pytest; need_py scipy python3-scipy
               need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
       bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
-      lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint
+      lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint; need_cmd clang clang
             need_cmd valgrind valgrind ;;
       *) echo "ensure-deps: unknown group '$group'" >&2; exit 2 ;;
     esac

@@ -23,11 +23,26 @@
  *    frame object rendered and stored once), merge stacks that resolve
  *    alike, sort them by their frames' ranks (the order of their
  *    texts), and stream the JSON profile
- *    (runtime-patch/format/profile-format.md) to a temporary file
- *    renamed into place (written directly if `out` names an existing
- *    non-regular file: /dev/stdout, a pipe; renaming would replace
- *    it). The program's exit status is kept, except
- *    that a profile that cannot be written turns 0 into 2.
+ *    (runtime-patch/format/profile-format.md) where design 5 says. The
+ *    program's exit status is kept, except that a profile that cannot
+ *    be written turns 0 into 2.
+ * 5. Where the profile goes. `out` (with %p expanded) names either an
+ *    existing file that is not a regular file once symlinks are
+ *    followed (/dev/stdout, a pipe, a terminal), which is written in
+ *    place since a rename would replace it; or anything else, and then
+ *    the profile is written to a new temporary file beside it and
+ *    renamed over it, so the name only ever holds a complete profile.
+ *    The temporary file is created with O_CREAT|O_EXCL|O_NOFOLLOW and
+ *    mode 0666 less the umask: a name that exists already, such as a
+ *    symlink planted to make us overwrite its target, is never opened,
+ *    and the next name is tried (`<out>.tmp.<pid>`, then
+ *    `<out>.tmp.<pid>.1` ... up to 100 names, then EEXIST). The rename
+ *    replaces a symlink at `out` itself, never its target. The in-place
+ *    case opens `out` without O_CREAT or O_TRUNC and checks the type on
+ *    the open descriptor, so a symlink swapped in after the check,
+ *    pointing at a regular file, is closed unwritten and the rename
+ *    path taken instead: no regular file is ever written through a
+ *    name we did not create.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -35,6 +50,7 @@
 #define CAML_INTERNALS
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -762,27 +778,74 @@ static char *expand_out(const char *tmpl)
   return b.s;
 }
 
+/* `*fd` is `path` opened for writing when it exists and is not a
+ * regular file (design 5), else -1. The type is checked again on the
+ * open descriptor: a regular file put there since stat is left alone
+ * (opened without O_CREAT or O_TRUNC, closed unwritten). Returns 0 or
+ * an errno. */
+static int open_in_place(const char *path, int *fd)
+{
+  struct stat st;
+  *fd = -1;
+  if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
+  int d = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (d < 0) return errno;
+  if (fstat(d, &st) != 0 || S_ISREG(st.st_mode)) {
+    close(d);
+    return 0;
+  }
+  *fd = d;
+  return 0;
+}
+
+#define TMP_TRIES 100
+
+/* A new temporary file beside `path`, its name in `tmp` (design 5):
+ * `<path>.tmp.<pid>`, or `<path>.tmp.<pid>.<n>` when that name is
+ * taken. O_EXCL and O_NOFOLLOW: an existing name, whatever it is (a
+ * symlink, a hard link, a file), is never opened. Returns the
+ * descriptor, or -1 with errno set. */
+static int create_tmp(const char *path, char *tmp, size_t len)
+{
+  for (unsigned i = 0; i < TMP_TRIES; i++) {
+    if (i == 0) snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+    else snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), i);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                  0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 /* Stream the profile to `path` through a temporary file and rename, so
- * that `path` only ever holds a complete profile. Returns 0 or an
- * errno. */
+ * that `path` only ever holds a complete profile (or write it in
+ * place, design 5). Returns 0 or an errno. */
 static int write_profile(const char *path, const struct gc_totals *g)
 {
-  size_t len = strlen(path) + 32;
+  size_t len = strlen(path) + 64;
   char *tmp = malloc(len);
   char *window = malloc(OUT_WINDOW);
-  int err = 0;
+  int err = 0, fd = -1;
   if (tmp == NULL || window == NULL) { err = ENOMEM; goto out; }
-  struct stat st;
-  bool in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-  if (in_place) snprintf(tmp, len, "%s", path);
-  else snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (f == NULL) { err = errno; goto out; }
-  struct buf b = { window, 0, OUT_WINDOW, 0, f };
-  if (!render(&b, g) && b.err == 0) b.err = ENOMEM;
-  buf_flush(&b);
-  err = b.err;
-  if (fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
+  err = open_in_place(path, &fd);
+  if (err != 0) goto out;
+  bool in_place = fd >= 0;
+  if (!in_place && (fd = create_tmp(path, tmp, len)) < 0) {
+    err = errno;
+    goto out;
+  }
+  FILE *f = fdopen(fd, "w");
+  if (f == NULL) {
+    err = errno;
+    close(fd);
+  } else {
+    struct buf b = { window, 0, OUT_WINDOW, 0, f };
+    if (!render(&b, g) && b.err == 0) b.err = ENOMEM;
+    buf_flush(&b);
+    err = b.err;
+    if (fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
+  }
   if (in_place) goto out;
   if (err == 0 && rename(tmp, path) != 0) err = errno;
   if (err != 0) unlink(tmp);

@@ -1,20 +1,56 @@
-"""OCAMLMEMPROF parsing: every malformed value stops the program before
-any OCaml code runs, with exit status 2 and one line on stderr naming
-the variable, the key and the value; well-formed values are accepted."""
+"""OCAMLMEMPROF parsing (memprof_env_parse.c, design 1): one strict rule.
+Every malformed value stops the program before any OCaml code runs,
+with exit status 2 and exactly one line of printable ASCII on stderr
+naming the variable, the key and the value (escaped); well-formed
+values are accepted."""
+
+import json
 
 import pytest
 
 from runtime_testlib import run
 
+
+def escaped(s):
+    """A value as the runtime echoes it: printable ASCII as is, a
+    backslash doubled, any other byte as \\xHH."""
+    out = []
+    for b in s.encode():
+        if b == 0x5C:
+            out.append("\\\\")
+        elif 0x20 <= b < 0x7F:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02x}")
+    return "".join(out)
+
+
+def assert_one_printable_line(stderr):
+    assert stderr.endswith("\n") and stderr.count("\n") == 1, repr(stderr)
+    assert all(0x20 <= ord(c) < 0x7F for c in stderr[:-1]), repr(stderr)
+    assert stderr.startswith("OCAMLMEMPROF: "), stderr
+
+
 BAD = [
     ("seed", "abc"), ("seed", "-1"), ("seed", "18446744073709551616"),
-    ("seed", ""), ("seed", "1.5"), ("seed", " 1"), ("seed", "+1"),
-    ("rate", "0"), ("rate", "-0.1"), ("rate", "nan"), ("rate", "NaN"),
-    ("rate", "1.5"), ("rate", "inf"), ("rate", "1e-400x"), ("rate", ""),
-    ("rate", "abc"),
-    ("frames", "0"), ("frames", "-3"), ("frames", "100000"), ("frames", "x"),
-    ("out", ""), ("out", "p%q.json"),
-    ("live", ""), ("live", "yes"), ("live", "GC"),
+    ("seed", "99999999999999999999999"), ("seed", ""), ("seed", "1.5"),
+    ("seed", " 1"), ("seed", "1 "), ("seed", "+1"), ("seed", "0x10"),
+    ("seed", "1e3"), ("seed", "\t1"),
+    ("rate", "0"), ("rate", "0.0"), ("rate", "0e5"), ("rate", "-0.1"),
+    ("rate", "+0.5"), ("rate", ".5"), ("rate", "1.5"), ("rate", "1.0000001"),
+    ("rate", "nan"), ("rate", "NaN"), ("rate", "inf"), ("rate", "INF"),
+    ("rate", "infinity"), ("rate", "1e-400"), ("rate", "1e-400x"),
+    ("rate", ""), ("rate", "abc"), ("rate", "0x1p-3"), ("rate", "0X1P-3"),
+    ("rate", "0x0.1"), ("rate", " 0.5"), ("rate", "\v0.5"), ("rate", "\t0.5"),
+    ("rate", "\n0.5"), ("rate", "0.5 "), ("rate", "0.5\n"), ("rate", "1e"),
+    ("rate", "1e+"), ("rate", "0.5."), ("rate", "5e-1x"), ("rate", "0.5.5"),
+    ("frames", "0"), ("frames", "-3"), ("frames", "4097"), ("frames", "100000"),
+    ("frames", "99999999999999999999999"), ("frames", "x"), ("frames", " 4"),
+    ("frames", "+4"), ("frames", "4.0"), ("frames", ""),
+    ("out", ""), ("out", "p%q.json"), ("out", "p%"), ("out", "p.json\n"),
+    ("out", "a b.json"), ("out", "p\tq.json"), ("out", "\x1b[31mp.json"),
+    ("out", "p\x7f.json"),
+    ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"),
 ]
 
 
@@ -26,15 +62,31 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
     assert res.stdout == "", "OCaml code ran despite the bad value"
-    lines = res.stderr.splitlines()
-    assert len(lines) == 1, res.stderr
-    assert "OCAMLMEMPROF" in lines[0] and f"'{key}'" in lines[0] and f"'{value}'" in lines[0]
+    assert_one_printable_line(res.stderr)
+    line = res.stderr.rstrip("\n")
+    assert f"'{key}'" in line and f"'{escaped(value)}'" in line
 
 
 @pytest.mark.parametrize("spec,what", [
     ("colour=red", "unknown key"),
+    ("RATE=0.1", "unknown key"),
+    ("=0.1", "unknown key"),
+    ("rate =0.1", "'rate ': unknown key"),
+    (" rate=0.1", "' rate': unknown key"),
+    ("rate=0.1, seed=1", "' seed': unknown key"),
+    ("rate=0.1,\nseed=1", "'\\x0aseed': unknown key"),
     ("seed", "key=value"),
+    ("seed=1,rate", "key=value"),
     ("seed=1,seed=2", "twice"),
+    ("seed=1,seed=1", "twice"),
+    ("rate=0.1,rate=0.1", "twice"),
+    ("rate=0.1,out=a.json,out=a.json", "twice"),
+    (",", "empty item"),
+    (",,,", "empty item"),
+    ("seed=1,", "'seed=1,': empty item"),
+    (",seed=1", "empty item"),
+    ("seed=1,,rate=0.1", "empty item"),
+    ("rate=0.1,,\x1b[2J", "'rate=0.1,,\\x1b[2J': empty item"),
     ("frames=4", "'4' for key 'frames': has no effect without rate"),
     ("out=x.json", "'x.json' for key 'out': has no effect without rate"),
     ("live=gc", "'gc' for key 'live': has no effect without rate"),
@@ -42,16 +94,59 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
 def test_malformed_spec(build, spec, what):
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2 and res.stdout == ""
-    assert len(res.stderr.splitlines()) == 1 and "OCAMLMEMPROF" in res.stderr
+    assert_one_printable_line(res.stderr)
     assert what in res.stderr
 
 
-@pytest.mark.parametrize("spec", ["", "seed=0", "seed=18446744073709551615", "seed=42"])
+def test_escape_byte_does_not_reach_the_terminal(build):
+    res = run(build("hello"), memprof="rate=0.1,out=\x1b]0;pwned\x07p.json", check=False)
+    assert res.returncode == 2
+    assert_one_printable_line(res.stderr)
+    assert "\x1b" not in res.stderr and "\\x1b]0;pwned\\x07p.json" in res.stderr
+
+
+def test_backslash_is_doubled(build):
+    res = run(build("hello"), memprof="seed=\\x41", check=False)
+    assert res.returncode == 2
+    assert "'\\\\x41'" in res.stderr
+
+
+def test_long_value_is_cut_and_stays_one_line(build):
+    value = "\n" * 5000 + "%q"
+    res = run(build("hello"), memprof=f"rate=0.1,out={value}", check=False)
+    assert res.returncode == 2
+    assert_one_printable_line(res.stderr)
+    assert "...' for key 'out'" in res.stderr and len(res.stderr) < 1024
+
+
+@pytest.mark.parametrize("spec", ["", "seed=0", "seed=18446744073709551615", "seed=42",
+                                  "seed=007"])
 def test_good_values_run(build, spec):
     res = run(build("hello"), memprof=spec)
     assert res.stdout == "hello\n" and res.stderr == ""
 
 
+@pytest.mark.parametrize("spec,name,rate,frames", [
+    ("rate=1,out=p.json", "p.json", 1.0, 16),
+    ("rate=1.,out=p.json", "p.json", 1.0, 16),
+    ("rate=0.5,frames=1,out=p.json", "p.json", 0.5, 1),
+    ("rate=1e-4,out=p.json", "p.json", 1e-4, 16),
+    ("rate=1E-4,out=p.json", "p.json", 1e-4, 16),
+    ("rate=5e-1,out=p.json", "p.json", 0.5, 16),
+    ("rate=0.001e+1,out=p.json", "p.json", 0.01, 16),
+    ("rate=0010.0e-3,out=p.json", "p.json", 0.01, 16),
+    ("out=p%%.json,frames=4096,live=gc,seed=3,rate=1e-2", "p%.json", 1e-2, 4096),
+    ("rate=1e-2,out=a=b.json", "a=b.json", 1e-2, 16),
+    ("rate=1e-2,out=caf\u00e9.json", "caf\u00e9.json", 1e-2, 16),
+])
+def test_good_tracking_values(build, tmp_path, spec, name, rate, frames):
+    res = run(build("hello"), memprof=spec, cwd=tmp_path)
+    assert res.stdout == "hello\n" and res.stderr == ""
+    prof = json.loads((tmp_path / name).read_bytes())
+    assert prof["config"]["rate"] == rate and prof["config"]["frames"] == frames
+
+
 def test_bytecode_rejects_too(build):
-    res = run(build("hello", backend="bytecode"), memprof="seed=x", check=False)
+    res = run(build("hello", backend="bytecode"), memprof="seed=x\ny", check=False)
     assert res.returncode == 2 and res.stdout == "" and "'seed'" in res.stderr
+    assert_one_printable_line(res.stderr)

@@ -1,4 +1,5 @@
-/* memprof-ci: the OCAMLMEMPROF setting of the patched runtime.
+/* memprof-ci: the OCAMLMEMPROF setting of the patched runtime (its
+ * syntax and struct caml_memprof_env: memprof_env_parse.h).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -11,22 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "camlatomic.h"
+#include "memprof_env_parse.h"
 #include "misc.h"
-
-#define CAML_MEMPROF_ENV_VAR "OCAMLMEMPROF"
-#define CAML_MEMPROF_DEFAULT_FRAMES 16
-#define CAML_MEMPROF_MAX_FRAMES 4096
-#define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
-
-struct caml_memprof_env {
-  bool seeded;          /* seed= given */
-  uint64_t seed;
-  bool tracking;        /* rate= given: the built-in tracker runs */
-  double rate;
-  intnat frames;
-  const char *out;      /* output path template, %p = pid */
-  bool live_by_gc;      /* live=gc: major cycles decide live at exit */
-};
 
 /* The parsed OCAMLMEMPROF, read on first call (when the main domain is
  * created, before any OCaml code). A malformed value prints one line

@@ -1,0 +1,149 @@
+/* memprof-ci: a libFuzzer target for the OCAMLMEMPROF parser.
+ *
+ * 1. Built by `make fuzz-env` (clang -fsanitize=fuzzer,address,undefined)
+ *    from this file and runtime-patch/src/memprof_env_parse.c alone:
+ *    the parser uses nothing of the runtime.
+ * 2. Each input is one value of the variable. An environment variable
+ *    cannot hold a NUL byte, so the input stops at the first one.
+ * 3. Besides the sanitizers' checks, every run asserts the parser's
+ *    promises (memprof_env_parse.c, design 1 and 3):
+ *    - success: the rate is finite and in (0, 1] when tracking, the
+ *      defaults hold otherwise, frames is in 1..4096, `out` is a
+ *      non-empty path without a space, comma or control character,
+ *      either the default or inside the setting, and the setting had
+ *      no whitespace, control byte or empty item; the values, written
+ *      back as a setting and parsed again, give the same result.
+ *    - failure: the message is one line of printable ASCII that
+ *      starts with "OCAMLMEMPROF: " and fits its buffer.
+ *    A broken promise aborts with the reason, which libFuzzer reports
+ *    as a crash and saves the input.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#define CAML_INTERNALS
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "caml/memprof_env_parse.h"
+
+#define PREFIX CAML_MEMPROF_ENV_VAR ": "
+
+static void check(bool ok, const char *what, const char *spec)
+{
+  if (ok) return;
+  fprintf(stderr, "fuzz_env: broken promise: %s (input of %zu bytes)\n",
+          what, strlen(spec));
+  abort();
+}
+
+static bool same_env(const struct caml_memprof_env *a,
+                     const struct caml_memprof_env *b)
+{
+  return a->seeded == b->seeded && a->seed == b->seed
+    && a->tracking == b->tracking && a->rate == b->rate
+    && a->frames == b->frames && strcmp(a->out, b->out) == 0
+    && a->live_by_gc == b->live_by_gc;
+}
+
+/* `env` written back as a setting, in canonical form. */
+static char *canonical(const struct caml_memprof_env *env)
+{
+  size_t cap = strlen(env->out) + 160, n = 0;
+  char *s = malloc(cap);
+  if (s == NULL) abort();
+  s[0] = '\0';
+  if (env->seeded) {
+    n += snprintf(s + n, cap - n, "seed=%llu,", (unsigned long long)env->seed);
+  }
+  if (env->tracking) {
+    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,out=%s,",
+                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
+                  env->out);
+  }
+  if (n > 0) s[n - 1] = '\0';           /* the last comma */
+  return s;
+}
+
+static void check_success(const char *orig, const char *spec, size_t len,
+                          const struct caml_memprof_env *env, const char *msg)
+{
+  check(msg[0] == '\0', "a message on success", orig);
+  if (env->tracking) {
+    check(isfinite(env->rate) && env->rate > 0.0 && env->rate <= 1.0,
+          "rate outside (0, 1]", orig);
+  } else {
+    check(env->rate == 0.0 && env->frames == CAML_MEMPROF_DEFAULT_FRAMES
+          && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
+          && !env->live_by_gc, "frames, out or live without rate", orig);
+  }
+  check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
+        "frames out of range", orig);
+  check(env->seeded || env->seed == 0, "a seed without seed=", orig);
+  check(env->out[0] != '\0', "empty out", orig);
+  for (const char *p = env->out; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    check(c > ' ' && c != 0x7f && c != ',', "a bad byte in out", orig);
+  }
+  check(strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
+        || (env->out >= spec && env->out < spec + len),
+        "out neither the default nor in the setting", orig);
+  for (const char *p = orig; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    check(c > ' ' && c != 0x7f, "whitespace or a control byte accepted", orig);
+  }
+  check(len == 0 || (orig[0] != ',' && orig[len - 1] != ','
+                     && strstr(orig, ",,") == NULL),
+        "an empty item accepted", orig);
+
+  char *again = canonical(env);
+  struct caml_memprof_env env2;
+  char msg2[CAML_MEMPROF_ENV_MSG_SIZE];
+  caml_memprof_env_init(&env2);
+  check(caml_memprof_env_parse(again, &env2, msg2, sizeof msg2),
+        "the values written back are rejected", orig);
+  check(same_env(env, &env2), "the values written back parse differently",
+        orig);
+  free(again);
+}
+
+static void check_failure(const char *orig, const char *msg, size_t size)
+{
+  size_t n = strnlen(msg, size);
+  check(n < size, "message not terminated", orig);
+  check(strncmp(msg, PREFIX, strlen(PREFIX)) == 0
+        && n > strlen(PREFIX), "message without OCAMLMEMPROF", orig);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)msg[i];
+    check(c >= 0x20 && c < 0x7f, "message not printable ASCII on one line",
+          orig);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+  char *spec = malloc(size + 1);
+  if (spec == NULL) abort();
+  memcpy(spec, data, size);
+  spec[size] = '\0';
+  size_t len = strlen(spec);
+  char *orig = strdup(spec);
+  if (orig == NULL) abort();
+
+  struct caml_memprof_env env;
+  char msg[CAML_MEMPROF_ENV_MSG_SIZE];
+  memset(msg, 'X', sizeof msg);
+  caml_memprof_env_init(&env);
+  if (caml_memprof_env_parse(spec, &env, msg, sizeof msg)) {
+    check_success(orig, spec, len, &env, msg);
+  } else {
+    check_failure(orig, msg, sizeof msg);
+  }
+  free(orig);
+  free(spec);
+  return 0;
+}

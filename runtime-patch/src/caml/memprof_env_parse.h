@@ -1,0 +1,54 @@
+/* memprof-ci: the OCAMLMEMPROF syntax, parsed without the runtime.
+ *
+ * The parser (memprof_env_parse.c) uses the C library only, so that it
+ * can be compiled on its own (runtime-patch/fuzz). memprof_env.c reads
+ * the variable and reports errors for the runtime.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#ifndef CAML_MEMPROF_ENV_PARSE_H
+#define CAML_MEMPROF_ENV_PARSE_H
+
+#ifdef CAML_INTERNALS
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAML_MEMPROF_ENV_VAR "OCAMLMEMPROF"
+#define CAML_MEMPROF_DEFAULT_FRAMES 16
+#define CAML_MEMPROF_MAX_FRAMES 4096
+#define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
+
+/* Room for any error message: the parser shows at most
+ * CAML_MEMPROF_ENV_ECHO_MAX characters of each piece of the setting it
+ * echoes (then `...`), so a message always fits. */
+#define CAML_MEMPROF_ENV_ECHO_MAX 256
+#define CAML_MEMPROF_ENV_MSG_SIZE 1024
+
+struct caml_memprof_env {
+  bool seeded;          /* seed= given */
+  uint64_t seed;
+  bool tracking;        /* rate= given: the built-in tracker runs */
+  double rate;          /* in (0, 1] when tracking */
+  int frames;           /* 1 .. CAML_MEMPROF_MAX_FRAMES */
+  const char *out;      /* output path template, %p = pid, %% = % */
+  bool live_by_gc;      /* live=gc: major cycles decide live at exit */
+};
+
+/* The defaults: no seed, no tracking. */
+void caml_memprof_env_init(struct caml_memprof_env *env);
+
+/* Parse `spec` (the value of OCAMLMEMPROF) into `env`, which must have
+ * been initialised. `spec` is cut up in place and `env->out` may point
+ * into it, so it must outlive `env`. Returns true on success; else
+ * `env` is unspecified and `msg` (of `msg_size` bytes, at least
+ * CAML_MEMPROF_ENV_MSG_SIZE for the message to be whole) holds one line
+ * of printable ASCII without a newline, starting with OCAMLMEMPROF. */
+bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
+                            char *msg, size_t msg_size);
+
+#endif /* CAML_INTERNALS */
+
+#endif /* CAML_MEMPROF_ENV_PARSE_H */

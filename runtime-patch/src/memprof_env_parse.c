@@ -1,0 +1,294 @@
+/* memprof-ci: the OCAMLMEMPROF syntax.
+ *
+ * 1. One strict rule, so that a typo is an error and never a different
+ *    setting. The value is empty (the same as unset) or a list of
+ *    `key=value` items separated by single commas: no empty item, no
+ *    leading or trailing comma, no whitespace anywhere, each key at
+ *    most once, keys from this set:
+ *      seed=N     N plain decimal digits, 0 to 2^64-1
+ *      rate=R     R matching [0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?, its
+ *                 value greater than 0 and at most 1 (no sign, no
+ *                 leading dot, no hex, inf or nan; a value that
+ *                 underflows is an error); switches the tracker on
+ *      frames=N   N plain decimal digits, 1 to CAML_MEMPROF_MAX_FRAMES
+ *      out=PATH   non-empty, no space, comma or control character
+ *                 (bytes above 0x7f are allowed); `%p` is the pid and
+ *                 `%%` a percent sign, any other `%` is an error
+ *      live=walk|gc
+ *    `frames`, `out` and `live` need `rate`. The first `=` of an item
+ *    ends its key; later ones belong to the value (out=a=b is "a=b").
+ * 2. Pure: only the C library, no runtime global, no allocation, no
+ *    exit. The setting is cut up in place and `out` points into it.
+ *    strtod converts a rate only after the syntax above has been
+ *    checked, so its own leniency (leading whitespace, hex, inf) never
+ *    applies. It uses the process's locale: "C" for an OCaml program,
+ *    whose main never calls setlocale before the runtime parses
+ *    (memprof_env.c); a C main that sets a locale with a decimal comma
+ *    first would see plain rates like 0.5 rejected, never misread.
+ * 3. Errors: the first problem found, as one line of printable ASCII
+ *    naming OCAMLMEMPROF and the key and value (or the whole setting,
+ *    for an empty item). Echoed pieces are escaped: printable ASCII
+ *    stays, a backslash is doubled, any other byte is shown as \xHH
+ *    (a newline as \x0a, ESC as \x1b), so a value can neither end the
+ *    line nor drive the terminal; each echoed piece is cut after
+ *    CAML_MEMPROF_ENV_ECHO_MAX characters, with `...`, so the message
+ *    always fits in CAML_MEMPROF_ENV_MSG_SIZE bytes.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#define CAML_INTERNALS
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "caml/memprof_env_parse.h"
+
+#define KEYS "(keys: seed, rate, frames, out, live)"
+#define STRINGIFY(x) #x
+#define DECIMAL(x) STRINGIFY(x)
+
+/**** Messages ****/
+
+/* A message being built in the caller's buffer: always terminated,
+ * silently cut when full (which the sizes in the header rule out). */
+struct msg { char *s; size_t cap, len; };
+
+static void msg_add(struct msg *m, const char *s, size_t n)
+{
+  for (size_t i = 0; i < n && m->len + 1 < m->cap; i++) m->s[m->len++] = s[i];
+  if (m->cap > 0) m->s[m->len] = '\0';
+}
+
+static void msg_lit(struct msg *m, const char *s)
+{
+  msg_add(m, s, strlen(s));
+}
+
+/* `s` escaped (design 3): at most CAML_MEMPROF_ENV_ECHO_MAX characters,
+ * then `...` if anything was left out. */
+static void msg_escaped(struct msg *m, const char *s)
+{
+  static const char hex[] = "0123456789abcdef";
+  char e[CAML_MEMPROF_ENV_ECHO_MAX + 3];
+  size_t n = 0;
+  for (; *s != '\0'; s++) {
+    unsigned char c = (unsigned char)*s;
+    char one[4];
+    size_t k;
+    if (c == '\\') {
+      one[0] = '\\'; one[1] = '\\'; k = 2;
+    } else if (c >= 0x20 && c < 0x7f) {
+      one[0] = (char)c; k = 1;
+    } else {
+      one[0] = '\\'; one[1] = 'x'; one[2] = hex[c >> 4]; one[3] = hex[c & 15];
+      k = 4;
+    }
+    if (n + k > CAML_MEMPROF_ENV_ECHO_MAX) {
+      memcpy(e + n, "...", 3);
+      n += 3;
+      break;
+    }
+    memcpy(e + n, one, k);
+    n += k;
+  }
+  msg_add(m, e, n);
+}
+
+static bool bad_value(struct msg *m, const char *key, const char *val,
+                      const char *what)
+{
+  msg_lit(m, CAML_MEMPROF_ENV_VAR ": invalid value '");
+  msg_escaped(m, val);
+  msg_lit(m, "' for key '");
+  msg_escaped(m, key);
+  msg_lit(m, "': ");
+  msg_lit(m, what);
+  return false;
+}
+
+/**** Values ****/
+
+static size_t count_digits(const char *s)
+{
+  size_t n = 0;
+  while (s[n] >= '0' && s[n] <= '9') n++;
+  return n;
+}
+
+/* Plain decimal digits, at most `max`. */
+static bool parse_uint(const char *val, uint64_t max, uint64_t *res)
+{
+  size_t n = count_digits(val);
+  if (n == 0 || val[n] != '\0') return false;
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t d = (uint64_t)(val[i] - '0');
+    if (v > (max - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *res = v;
+  return true;
+}
+
+/* [0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)? and nothing else. */
+static bool plain_decimal(const char *s)
+{
+  size_t n = count_digits(s);
+  if (n == 0) return false;
+  s += n;
+  if (*s == '.') s += 1 + count_digits(s + 1);
+  if (*s == 'e' || *s == 'E') {
+    s++;
+    if (*s == '+' || *s == '-') s++;
+    n = count_digits(s);
+    if (n == 0) return false;
+    s += n;
+  }
+  return *s == '\0';
+}
+
+static bool parse_seed(struct msg *m, const char *val,
+                       struct caml_memprof_env *env)
+{
+  if (!parse_uint(val, UINT64_MAX, &env->seed)) {
+    return bad_value(m, "seed", val, "expected an unsigned 64-bit integer "
+                     "in plain decimal digits (0 to 18446744073709551615)");
+  }
+  env->seeded = true;
+  return true;
+}
+
+static bool parse_rate(struct msg *m, const char *val,
+                       struct caml_memprof_env *env)
+{
+  const char *what = "expected a decimal number greater than 0 and at "
+                     "most 1, e.g. rate=1e-4 or rate=0.001";
+  if (!plain_decimal(val)) return bad_value(m, "rate", val, what);
+  errno = 0;
+  char *end;
+  double r = strtod(val, &end);
+  if (errno == ERANGE || *end != '\0' || !isfinite(r) || !(r > 0.0)
+      || r > 1.0) {
+    return bad_value(m, "rate", val, what);
+  }
+  env->rate = r;
+  env->tracking = true;
+  return true;
+}
+
+static bool parse_frames(struct msg *m, const char *val,
+                         struct caml_memprof_env *env)
+{
+  uint64_t n;
+  if (!parse_uint(val, CAML_MEMPROF_MAX_FRAMES, &n) || n < 1) {
+    return bad_value(m, "frames", val, "expected an integer from 1 to "
+                     DECIMAL(CAML_MEMPROF_MAX_FRAMES)
+                     " in plain decimal digits");
+  }
+  env->frames = (int)n;
+  return true;
+}
+
+static bool parse_out(struct msg *m, const char *val,
+                      struct caml_memprof_env *env)
+{
+  if (*val == '\0') return bad_value(m, "out", val, "expected a file path");
+  for (const char *p = val; *p != '\0'; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c <= ' ' || c == 0x7f) {
+      return bad_value(m, "out", val, "a path with a space or a control "
+                       "character cannot be given");
+    }
+    if (c == '%') {
+      if (p[1] != 'p' && p[1] != '%') {
+        return bad_value(m, "out", val, "only %p (the pid) and %% may "
+                         "follow a percent sign");
+      }
+      p++;
+    }
+  }
+  env->out = val;
+  return true;
+}
+
+static bool parse_live(struct msg *m, const char *val,
+                       struct caml_memprof_env *env)
+{
+  if (strcmp(val, "walk") == 0) env->live_by_gc = false;
+  else if (strcmp(val, "gc") == 0) env->live_by_gc = true;
+  else return bad_value(m, "live", val, "expected walk (the default) or gc");
+  return true;
+}
+
+/**** The setting ****/
+
+typedef bool (*value_parser)(struct msg *, const char *,
+                             struct caml_memprof_env *);
+
+static const struct { const char *key; value_parser parse; } keys[] = {
+  { "seed", parse_seed }, { "rate", parse_rate }, { "frames", parse_frames },
+  { "out", parse_out }, { "live", parse_live },
+};
+enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, N_KEYS };
+
+void caml_memprof_env_init(struct caml_memprof_env *env)
+{
+  env->seeded = false;
+  env->seed = 0;
+  env->tracking = false;
+  env->rate = 0.0;
+  env->frames = CAML_MEMPROF_DEFAULT_FRAMES;
+  env->out = CAML_MEMPROF_DEFAULT_OUT;
+  env->live_by_gc = false;
+}
+
+bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
+                            char *msg, size_t msg_size)
+{
+  struct msg m = { msg, msg_size, 0 };
+  msg_add(&m, "", 0);
+  if (*spec == '\0') return true;
+  size_t len = strlen(spec);
+  if (spec[0] == ',' || spec[len - 1] == ',' || strstr(spec, ",,") != NULL) {
+    msg_lit(&m, CAML_MEMPROF_ENV_VAR ": invalid setting '");
+    msg_escaped(&m, spec);
+    msg_lit(&m, "': empty item (expected key=value items separated by "
+            "single commas)");
+    return false;
+  }
+
+  const char *vals[N_KEYS] = { NULL };
+  for (char *item = spec, *next; item != NULL; item = next) {
+    char *comma = strchr(item, ',');
+    next = NULL;
+    if (comma != NULL) { *comma = '\0'; next = comma + 1; }
+    char *eq = strchr(item, '=');
+    if (eq == NULL) {
+      msg_lit(&m, CAML_MEMPROF_ENV_VAR ": invalid item '");
+      msg_escaped(&m, item);
+      msg_lit(&m, "': expected key=value " KEYS);
+      return false;
+    }
+    *eq = '\0';
+    const char *key = item, *val = eq + 1;
+    int k = 0;
+    while (k < N_KEYS && strcmp(keys[k].key, key) != 0) k++;
+    if (k == N_KEYS) return bad_value(&m, key, val, "unknown key " KEYS);
+    if (vals[k] != NULL) return bad_value(&m, key, val, "key given twice");
+    vals[k] = val;
+    if (!keys[k].parse(&m, val, env)) return false;
+  }
+
+  if (vals[K_RATE] == NULL) {
+    int k = vals[K_OUT] ? K_OUT : vals[K_FRAMES] ? K_FRAMES
+      : vals[K_LIVE] ? K_LIVE : N_KEYS;
+    if (k != N_KEYS) {
+      return bad_value(&m, keys[k].key, vals[k],
+                       "has no effect without rate=, which starts the "
+                       "tracker");
+    }
+  }
+  return true;
+}
