@@ -6,7 +6,8 @@
 #   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema,
 #           and cmark-gfm (the report tests render Markdown with it)
 #   bench   hyperfine and jq, for overhead timing
-#   lint    shellcheck, yamllint, valgrind (used by `make test`)
+#   lint    shellcheck, yamllint, valgrind, clang with libFuzzer's runtime
+#           (used by `make test`)
 # Invariant: either everything asked for is present when this exits 0,
 # or it exits 2 after one line per missing piece naming the exact
 # install command. It installs with apt-get only when running as root
@@ -21,6 +22,12 @@ PY=/usr/bin/python3
 missing_pkgs=()
 
 need_cmd() { command -v "$1" >/dev/null 2>&1 || missing_pkgs+=("$2"); }
+# libFuzzer's runtime, for the OCAMLMEMPROF parser's fuzz target.
+need_fuzzer_rt() {
+  command -v clang >/dev/null 2>&1 &&
+    [ -e "$(clang -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a" ] ||
+    missing_pkgs+=(libclang-rt-dev)
+}
 need_py() { [ -x "$PY" ] && "$PY" -c "import $1" >/dev/null 2>&1 || missing_pkgs+=("$2"); }
 
 check() {
@@ -33,7 +40,7 @@ check() {
               need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
       bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
       lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint; need_cmd clang clang
-            need_cmd valgrind valgrind ;;
+            need_fuzzer_rt; need_cmd valgrind valgrind ;;
       *) echo "ensure-deps: unknown group '$group'" >&2; exit 2 ;;
     esac
   done
