@@ -22,6 +22,7 @@ from collections import Counter
 
 from . import validate as V
 from .errors import InputError
+from .overhead import parse_record
 from .profile import GC_KEYS, VERSION as PROFILE_VERSION, load_json
 from .sites import GROUPINGS, Aggregate, Site
 
@@ -186,17 +187,6 @@ def _gc(d, where: str) -> dict:
     return out
 
 
-def _overhead(d, where: str):
-    if d is None:
-        return None
-    if not isinstance(d, dict):
-        raise InputError(f"{where} must be null or an object")
-    for k in ("estimate", "ci_low", "ci_high"):
-        if d.get(k) is not None:
-            V.finite(d[k], f"{where}.{k}", lo=-1)
-    return d
-
-
 def parse_baseline(doc, path: str) -> Aggregate:
     fix = "regenerate it with `memprof-ci update-baselines`"
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -247,7 +237,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
                         total_samples=V.count(totals.get("samples"), "totals.samples"),
                         total_live=V.count(totals.get("live_samples"), "totals.live_samples"),
                         sites=sites, sources=[path])
-        meta = {"overhead": _overhead(doc.get("overhead"), "overhead"),
+        meta = {"overhead": parse_record(doc.get("overhead"), "overhead"),
                 "patch_id": V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200),
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
                                      limit=200),

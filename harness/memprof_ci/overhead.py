@@ -27,9 +27,14 @@ import shutil
 import subprocess
 import tempfile
 
-from .errors import InfraError
+from . import validate as V
+from .errors import InfraError, InputError
 from .runner import bench_env, memprof_env_value
 from .stats import overhead_sign_test, paired_overhead_interval, rounds_for_level
+
+OVERHEAD_NUMBERS = ("estimate", "ci_low", "ci_high", "p_value", "level",
+                    "median_off_s", "median_on_s")
+OVERHEAD_COUNTS = ("runs", "confirmation_runs", "above_budget")
 
 
 def threshold_for(bench, baseline_overhead: dict | None) -> tuple[float, str]:
@@ -118,6 +123,39 @@ def _hyperfine(bench, cmd: list, js: str) -> dict:
             return {x["command"]: x["times"][0] for x in json.load(fh)["results"]}
     except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
         raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
+
+
+def parse_record(d, where: str):
+    """A measurement as measure() returns it, read back from a baseline or a
+    run directory (untrusted): None, or the record with every number
+    finite, counts in range and the per-round times consistent; else an
+    InputError naming `where` and the key."""
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be null or an object")
+    out = dict(d)
+    for k in OVERHEAD_NUMBERS:
+        out[k] = V.finite(d.get(k), f"{where}.{k}")
+    for k in OVERHEAD_COUNTS:
+        out[k] = V.count(d.get(k), f"{where}.{k}")
+    if not 0 <= out["p_value"] <= 1 or not 0 < out["level"] <= 1:
+        raise InputError(f"{where}: p_value and level must be probabilities")
+    if out["runs"] < 1 or out["above_budget"] > out["runs"]:
+        raise InputError(f"{where}: runs and above_budget are inconsistent")
+    if not isinstance(d.get("screened"), bool):
+        raise InputError(f"{where}.screened must be true or false")
+    out["method"] = V.text(d.get("method", ""), f"{where}.method", limit=500)
+    times = [d.get("on_s"), d.get("off_s")]
+    if times != [None, None]:
+        if not all(isinstance(t, list) and 0 < len(t) <= 1000 for t in times) or \
+                len(times[0]) != len(times[1]) or len(times[0]) != out["runs"]:
+            raise InputError(f"{where}: on_s and off_s must be lists of `runs` times")
+        for key, t in zip(("on_s", "off_s"), times):
+            out[key] = [V.finite(x, f"{where}.{key}[{i}]", lo=0, lo_open=True)
+                        for i, x in enumerate(t)]
+        out["first_rounds"] = V.count(d.get("first_rounds"), f"{where}.first_rounds")
+    return out
 
 
 def judge(measured: dict, threshold: float, basis: str, budget: float,

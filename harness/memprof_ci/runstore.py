@@ -31,15 +31,13 @@ from dataclasses import dataclass, field
 
 from . import validate as V
 from .errors import InputError
+from .overhead import parse_record
 
 FORMAT = "memprof-ci/run"
 VERSION = 1
 RUN_FILE = "run.json"
 PROFILES = "profiles"
 _BENCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-OVERHEAD_NUMBERS = ("estimate", "ci_low", "ci_high", "p_value", "level",
-                    "median_off_s", "median_on_s")
-OVERHEAD_COUNTS = ("runs", "confirmation_runs", "above_budget")
 
 
 @dataclass
@@ -78,35 +76,6 @@ def write(run_dir: str, patch_id: str | None, results: dict) -> str:
     # per benchmark; run.json has the same top-level shape as a report.
     write_atomic(path, to_json(doc))
     return path
-
-
-def _overhead(d, where: str):
-    if d is None:
-        return None
-    if not isinstance(d, dict):
-        raise InputError(f"{where} must be null or an object")
-    out = dict(d)
-    for k in OVERHEAD_NUMBERS:
-        out[k] = V.finite(d.get(k), f"{where}.{k}")
-    for k in OVERHEAD_COUNTS:
-        out[k] = V.count(d.get(k), f"{where}.{k}")
-    if not 0 <= out["p_value"] <= 1 or not 0 < out["level"] <= 1:
-        raise InputError(f"{where}: p_value and level must be probabilities")
-    if out["runs"] < 1 or out["above_budget"] > out["runs"]:
-        raise InputError(f"{where}: runs and above_budget are inconsistent")
-    if not isinstance(d.get("screened"), bool):
-        raise InputError(f"{where}.screened must be true or false")
-    out["method"] = V.text(d.get("method", ""), f"{where}.method", limit=500)
-    times = [d.get("on_s"), d.get("off_s")]
-    if times != [None, None]:
-        if not all(isinstance(t, list) and 0 < len(t) <= 1000 for t in times) or \
-                len(times[0]) != len(times[1]) or len(times[0]) != out["runs"]:
-            raise InputError(f"{where}: on_s and off_s must be lists of `runs` times")
-        for key, t in zip(("on_s", "off_s"), times):
-            out[key] = [V.finite(x, f"{where}.{key}[{i}]", lo=0, lo_open=True)
-                        for i, x in enumerate(t)]
-        out["first_rounds"] = V.count(d.get("first_rounds"), f"{where}.first_rounds")
-    return out
 
 
 def read(run_dir: str) -> Run:
@@ -150,7 +119,7 @@ def read(run_dir: str) -> Run:
                 V.regular_file(p, "profile")
                 paths.append((int(m.group(1)), p))
             entries[name] = RunEntry(name=name, directory=run_dir, profiles=paths,
-                                     overhead=_overhead(b.get("overhead"), f"{where}.overhead"),
+                                     overhead=parse_record(b.get("overhead"), f"{where}.overhead"),
                                      error=err)
     except InputError as e:
         raise InputError(f"{path}: malformed run description: {e}") from None

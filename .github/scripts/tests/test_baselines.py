@@ -6,24 +6,9 @@ import pathlib
 
 import pytest
 
-from ghci_helpers import SCRIPTS, run
+from ghci_helpers import GIT_ENV, SCRIPTS, git, run, write
 
 BASE_BASELINES = str(SCRIPTS / "base-baselines.sh")
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-    "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
-    "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(repo, *args):
-    return run(["git", *args], cwd=repo, env=GIT_ENV, check=True).stdout.strip()
-
-
-def write(repo, rel, text):
-    p = pathlib.Path(repo) / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(text)
 
 
 def files(d):
