@@ -353,13 +353,14 @@ def _patch_notes(report: dict, running: list) -> list:
     running = sorted({p for p in running if p})
     if not running:
         return []
-    out = []
+    by_patch: dict = {}
     for name, b in sorted(report["benchmarks"].items()):
         rec = (b.get("baseline") or {}).get("patch_id")
         if rec and rec not in running:
-            out.append(f"{name}: baseline recorded with runtime patch {rec}, measured with "
-                       f"{', '.join(running)}")
-    return out
+            by_patch.setdefault(rec, []).append(name)
+    return [f"{', '.join(names) if len(names) <= 3 else f'{len(names)} baselines'}: "
+            f"recorded with runtime patch {rec}, measured with {', '.join(running)}"
+            for rec, names in sorted(by_patch.items())]
 
 
 def _cmd_run(args) -> int:

@@ -364,4 +364,4 @@ def test_patch_id_mismatch_is_named_first(tmp_path):
             "--report-dir", "rep", env_extra={"MEMPROF_CI_PATCH_ID": "bbbb"})
     assert r.returncode == 0, r.stdout + r.stderr
     md = open(tmp_path / "rep" / "report.md").read()
-    assert "runtime patch aaaa, measured with bbbb" in md.split("### ")[0]
+    assert "alpha: recorded with runtime patch aaaa, measured with bbbb" in md.split("### ")[0]
