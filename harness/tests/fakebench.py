@@ -2,7 +2,7 @@
 
 Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--no-profile]
                    [--garbage] [--version V] [--count FILE]
-                   [--slow-when-profiled S] [--slow-first-timed N FILE]
+                   [--slow-when-profiled S] [--slow-first-timed N FILE [--burst S]]
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
 "words": W, "live": fraction}) and GC totals.  It reads OCAMLMEMPROF like the
 runtime does and writes a version-1 profile whose per-stack samples are
@@ -75,7 +75,7 @@ def main():
             seen = len(fh.read().splitlines())
             fh.write("run\n")
         if seen < first:
-            time.sleep(0.3)
+            time.sleep(float(opts[opts.index("--burst") + 1]) if "--burst" in opts else 0.3)
     if not env or "--no-profile" in opts:
         return
     cfg = dict(kv.split("=", 1) for kv in env.split(","))

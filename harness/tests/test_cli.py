@@ -311,10 +311,11 @@ def test_overhead_burst_is_outlasted_by_confirmation_rounds(tmp_path):
     the confirmation rounds, which it was not slow in, are counted."""
     counter = tmp_path / "timed-runs"
     project(tmp_path, [
-        # 0.3 s of steady work keeps the ordinary rounds' ratios far from
-        # 1.5 on a busy machine; the burst adds 0.3 s (ratio about 1.9).
+        # 0.6 s of sleep keeps the ordinary rounds' ratios far from 1.5 on
+        # a busy machine; the burst adds 1.5 s (ratio about 3).
         {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 0.5,
-         "args": ["--sleep", "0.3", "--slow-first-timed", "3", str(counter)]}],
+         "args": ["--sleep", "0.6", "--slow-first-timed", "3", str(counter),
+                  "--burst", "1.5"]}],
         defaults={"overhead_runs": 3})
     update(tmp_path)
     r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
