@@ -131,12 +131,14 @@ clean:
 #                             files (still configured for /dir). It is a second
 #                             build of the compiler (OCaml 5.3 bakes its library
 #                             path in: a copy of _build/runtime is not
-#                             relocatable), ~4 minutes cold on 2 cores, reused
-#                             while PREFIX and the patch stay the same.
+#                             relocatable): 3.5-10 minutes cold on 2 cores
+#                             (idle-loaded), reused while PREFIX and the patch
+#                             stay the same.
 #   make adopt-prefix         the same into _build/adopt/prefix, which the
 #                             install and example tests use (make test)
 #   make opam-check           the opam compiler package built in a throwaway
-#                             opam root, offline (~5 minutes; not in make test)
+#                             opam root, offline (a full compiler build, ~9
+#                             minutes on a loaded 2-core machine; not in make test)
 
 PREFIX ?=
 DESTDIR ?=

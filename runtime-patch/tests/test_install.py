@@ -213,6 +213,11 @@ def test_opam_ocaml_system_route(tmp_path, prefix, env):
     opam("pin", "add", "--switch", "sys", "--kind=path", "wordlib", str(lib_src))
     switch_lib = root / "sys" / "lib"
     assert (switch_lib / "wordlib" / "META").exists()
+    # ocamlfind (the wrapper) finds it in the switch, and unix in PREFIX.
+    r = opam("exec", "--switch", "sys", "--", "ocamlfind", "query", "wordlib", "unix")
+    assert r.stdout.split() == [str(switch_lib / "wordlib"), str(prefix / "lib/ocaml/unix")]
+    # (opam itself may warn that it runs as root; nothing else may be said)
+    assert [ln for ln in r.stderr.splitlines() if "Running as root" not in ln] == [], r.stderr
 
     app = tmp_path / "app"
     (app / "bin").mkdir(parents=True)

@@ -1,7 +1,7 @@
 """The opam compiler package runtime-patch/opam/ocaml-variants.opam, pinned
 from this checkout and built by opam in a throwaway root, offline.
 
-Slow (opam builds the whole compiler: ~4-8 minutes on 2 cores), so it is not
+Slow (opam builds the whole compiler: 8 min 47 s on a loaded 2-core machine), so it is not
 part of `make test`: `make opam-check` runs it (MEMPROF_CI_OPAM_COMPILER=1).
 
 What it can exercise here: opam reads the package, fetches the pinned OCaml
