@@ -152,3 +152,55 @@ fuzz-env: | deps-lint
 	$(FUZZ_ENV) -dict=runtime-patch/fuzz/env.dict -max_len=1024 \
 	  -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_ENV_ARGS) \
 	  $(FUZZ_DIR)/corpus-env runtime-patch/fuzz/corpus
+
+# ==== Using the patched compiler in other projects: make install ===========
+# (README: "Using the patched compiler: make install, dune, ocamlfind, opam")
+#
+#   make install PREFIX=/dir  the patched OCaml 5.3.0, configured for /dir and
+#                             installed there, plus lib/findlib.conf and the
+#                             bin/ocamlfind and bin/dune wrappers that make the
+#                             distribution's findlib and dune use it; then put
+#                             /dir/bin first on PATH. DESTDIR=/stage stages the
+#                             files (still configured for /dir). It is a second
+#                             build of the compiler (OCaml 5.3 bakes its library
+#                             path in: a copy of _build/runtime is not
+#                             relocatable): 3.5-10 minutes cold on 2 cores
+#                             (idle-loaded), reused while PREFIX and the patch
+#                             stay the same.
+#   make adopt-prefix         the same into _build/adopt/prefix, which the
+#                             install and example tests use (make test)
+#   make opam-check           the opam compiler package built in a throwaway
+#                             opam root, offline (a full compiler build, ~9
+#                             minutes on a loaded 2-core machine; not in make test)
+
+PREFIX ?=
+DESTDIR ?=
+ADOPT_PREFIX := $(ROOT)/_build/adopt/prefix
+ADOPT_STAMP := $(ROOT)/_build/adopt/installed
+INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh
+
+.PHONY: install adopt-prefix opam-check deps-adopt
+
+install: | deps-build
+	@if [ -z "$(PREFIX)" ]; then \
+	  echo 'make install: say where, e.g. make install PREFIX=$$HOME/.local/ocaml-memprof' >&2; exit 2; fi
+	MEMPROF_CI_PREFIX='$(abspath $(PREFIX))' DESTDIR='$(DESTDIR)' runtime-patch/build-runtime.sh
+	DESTDIR='$(DESTDIR)' runtime-patch/install-tools.sh '$(abspath $(PREFIX))'
+
+adopt-prefix: $(ADOPT_STAMP)
+
+$(ADOPT_STAMP): $(INSTALL_INPUTS) | deps-build
+	rm -f $@
+	MEMPROF_CI_PREFIX=$(ADOPT_PREFIX) DESTDIR= runtime-patch/build-runtime.sh
+	DESTDIR= runtime-patch/install-tools.sh $(ADOPT_PREFIX)
+	touch $@
+
+deps-adopt:
+	@$(ENSURE_DEPS) adopt
+
+opam-check: | deps-build deps-python deps-adopt
+	MEMPROF_CI_OPAM_COMPILER=1 $(PYTHON) -m pytest -q runtime-patch/tests/test_opam_compiler.py $(TEST_ARGS)
+
+# make test also runs the install and example tests, on _build/adopt/prefix.
+TEST_DIRS += examples/tests
+test: $(ADOPT_STAMP) | deps-adopt

@@ -18,8 +18,21 @@
 #    instead (same source, same configuration, no runtime-patch/), the
 #    reference for the overhead study's "as fast as stock" comparison.
 #
+# 6. With MEMPROF_CI_PREFIX=/abs/dir it builds the same source with the same
+#    patches and configuration, but configured for that prefix (OCaml 5.3
+#    bakes its library directory into ocamlc, ocamlopt and ocamlrun, so a
+#    copy of _build/runtime would still look for its libraries there), in
+#    _build/install-src, and installs it into $DESTDIR/abs/dir. The
+#    prefix is never emptied first; the patch id goes to
+#    share/memprof-ci/patch-id. The build tree is reused while the
+#    prefix and patch id stay the same. `make install PREFIX=...` calls
+#    this, then runtime-patch/install-tools.sh (findlib configuration,
+#    dune/ocamlfind wrappers); the opam package calls this alone, in two
+#    steps: MEMPROF_CI_STEP=build (no install), then MEMPROF_CI_STEP=install
+#    (install only, from that build).
+#
 # Usage: runtime-patch/build-runtime.sh   (from the repository root;
-# `make runtime` / `make stock-runtime` call it when an input changed).
+# `make runtime` / `make stock-runtime` / `make install` call it).
 set -euo pipefail
 
 readonly OCAML_VERSION=5.3.0
@@ -27,12 +40,26 @@ readonly OCAML_SHA512=0f4b86e38437afa2d8e304b38416691defaad72309e101e09394753acb
 
 root=$(pwd)
 build="$root/_build"
-if [ "${STOCK:-0}" = 1 ]; then
+install_prefix=${MEMPROF_CI_PREFIX:-}
+destdir=${DESTDIR:-}
+if [ -n "$install_prefix" ]; then
+  case "$install_prefix" in
+    /*) ;;
+    *) echo "build-runtime: MEMPROF_CI_PREFIX must be an absolute path, not '$install_prefix'" >&2; exit 2 ;;
+  esac
+  [ "${STOCK:-0}" != 1 ] || { echo "build-runtime: STOCK=1 and MEMPROF_CI_PREFIX do not go together" >&2; exit 2; }
+  install_prefix=${install_prefix%/}
+  src_new="$build/install-src"
+  prefix="$install_prefix"
+  log="$build/install-build.log"
+elif [ "${STOCK:-0}" = 1 ]; then
   src_new="$build/stock-src"
   prefix="$build/stock"
+  log="$prefix-build.log"
 else
   src_new="$build/ocaml-src"
   prefix="$build/runtime"
+  log="$prefix-build.log"
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -40,7 +67,34 @@ die() { echo "build-runtime: $*" >&2; exit 2; }
 
 [ -d "$root/runtime-patch/patches" ] || die "run me from the repository root"
 mkdir -p "$build"
-rm -rf "$src_new" "$prefix/patch-id"
+
+if [ -n "$install_prefix" ]; then
+  patch_id=$("$root/runtime-patch/patch-id.sh")
+  stamp="$src_new/.memprof-ci-built"
+  dest="$destdir$install_prefix"
+  # A prefix that holds another OCaml is not ours to overwrite.
+  if [ -e "$dest/bin/ocamlc" ] && [ ! -f "$dest/share/memprof-ci/patch-id" ] && [ "${FORCE:-0}" != 1 ]; then
+    die "$dest already holds an OCaml that memprof-ci did not install; choose another PREFIX (or FORCE=1 to install over it)"
+  fi
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$install_prefix $patch_id" ]; then
+    echo "build-runtime: reusing the build for $install_prefix in $src_new (patch id $patch_id)"
+  else
+    rm -rf "$src_new"
+  fi
+else
+  rm -rf "$src_new" "$prefix/patch-id"
+fi
+
+step=${MEMPROF_CI_STEP:-all}
+case "$step" in all|build|install) ;; *) die "MEMPROF_CI_STEP must be all, build or install, not '$step'" ;; esac
+[ "$step" = all ] || [ -n "$install_prefix" ] || die "MEMPROF_CI_STEP goes with MEMPROF_CI_PREFIX"
+if [ "$step" = install ] && [ ! -f "${stamp:-}" ]; then
+  die "MEMPROF_CI_STEP=install: $src_new was not built for $install_prefix (run MEMPROF_CI_STEP=build first)"
+fi
+
+if [ -n "$install_prefix" ] && [ -f "${stamp:-}" ]; then
+  :  # built for this prefix and patch: install only
+else
 
 if [ -n "${OCAML_SRC_DIR:-}" ]; then
   [ -f "$OCAML_SRC_DIR/runtime/memprof.c" ] ||
@@ -87,7 +141,6 @@ if [ "${STOCK:-0}" != 1 ]; then
 fi
 
 echo "build-runtime: configuring and building ($jobs jobs, ~3 minutes cold)"
-log="$prefix-build.log"
 (
   cd "$src_new"
   ./configure --prefix="$prefix" \
@@ -95,6 +148,23 @@ log="$prefix-build.log"
     --disable-instrumented-runtime --enable-ocamltest
   make -j"$jobs"
 ) >"$log" 2>&1 || { tail -30 "$log" >&2; die "the build failed; full log in $log"; }
+
+fi  # end of: unpack, patch, configure, build
+
+if [ -n "$install_prefix" ]; then
+  echo "$install_prefix $patch_id" > "$stamp"
+  if [ "$step" = build ]; then
+    echo "build-runtime: built for $install_prefix in $src_new (MEMPROF_CI_STEP=install installs it)"
+    exit 0
+  fi
+  mkdir -p "$dest"
+  (cd "$src_new" && make install DESTDIR="$destdir") >>"$log" 2>&1 ||
+    { tail -30 "$log" >&2; die "make install into $dest failed; full log in $log"; }
+  mkdir -p "$dest/share/memprof-ci"
+  echo "$patch_id" > "$dest/share/memprof-ci/patch-id"
+  echo "build-runtime: installed $dest (patch id $patch_id)"
+  exit 0
+fi
 
 rm -rf "$prefix"
 (cd "$src_new" && make install) >>"$log" 2>&1 ||

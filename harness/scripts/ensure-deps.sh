@@ -8,6 +8,7 @@
 #   bench   hyperfine and jq, for overhead timing
 #   lint    shellcheck, yamllint, valgrind, clang with libFuzzer's runtime
 #           (used by `make test`)
+#   adopt   dune, ocamlfind and opam: the install/example tests (`make test`)
 # Invariant: either everything asked for is present when this exits 0,
 # or it exits 2 after one line per missing piece naming the exact
 # install command. It installs with apt-get only when running as root
@@ -41,6 +42,8 @@ check() {
       bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
       lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint; need_cmd clang clang
             need_fuzzer_rt; need_cmd valgrind valgrind ;;
+      adopt) need_cmd dune ocaml-dune; need_cmd ocamlfind ocaml-findlib
+             need_cmd opam opam ;;
       *) echo "ensure-deps: unknown group '$group'" >&2; exit 2 ;;
     esac
   done
