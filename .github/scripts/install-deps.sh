@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# install-deps.sh [PACKAGE...]: installs the Debian/Ubuntu packages the
-# allocation gate needs on a GitHub-hosted runner (or any apt-based machine);
-# with arguments, installs those packages instead of the full default set.
+# install-deps.sh [gate|judge|test]: installs the Debian/Ubuntu packages a
+# job of the allocation gate needs on a GitHub-hosted runner (or any
+# apt-based machine).
+#
+#   gate   (default) the build job of the reusable workflow: the toolchain
+#          and npm that build the patched compiler, dune and findlib (whose
+#          wrappers `make install` writes), hyperfine for the overhead timing,
+#          and the harness's Python packages for `memprof-ci profile`
+#   judge  a judge job: the harness's Python packages only
+#   test   everything `make test` needs: harness/scripts/ensure-deps.sh's
+#          groups, installed by that script itself as root
 #
 # Invariants:
 #   - installs by package name from the distribution archive only;
 #   - uses sudo only when not already root; idempotent;
-#   - the Python used by the gate is /usr/bin/python3 (pytest, scipy from apt).
+#   - the Python used by the gate is /usr/bin/python3 (pytest, scipy from apt);
+#   - no job gets tools it does not use (linters and valgrind only for `test`).
 set -euo pipefail
 
-# The gate's own list, plus what harness/scripts/ensure-deps.sh checks for
-# (it installs only as root, and the runner's user is not root).
-packages=(hyperfine jq valgrind python3-pytest python3-scipy python3-jsonschema
-  shellcheck yamllint gcc make patch npm)
-if [ "$#" -gt 0 ]; then
-  packages=("$@")
-fi
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+python_pkgs=(python3-pytest python3-scipy python3-jsonschema)
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
   sudo_cmd=(sudo)
 fi
+
+case "${1:-gate}" in
+  gate) packages=(gcc make patch npm ocaml-dune ocaml-findlib hyperfine jq "${python_pkgs[@]}") ;;
+  judge) packages=("${python_pkgs[@]}") ;;
+  test)
+    exec "${sudo_cmd[@]}" "$here/../../harness/scripts/ensure-deps.sh" build python bench lint adopt ;;
+  *) echo "usage: $0 [gate|judge|test]" >&2; exit 2 ;;
+esac
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}"

@@ -287,19 +287,39 @@ def test_no_job_is_skipped_by_labels():
             assert "label" not in str(job.get("if", "")), f"{name}:{job_name}"
 
 
-def test_runtime_cache_keyed_on_patch_and_makefile():
-    for wf_name, job_name, prefix in [("alloc-gate.yml", "build", ""), ("memprof-ci.yml", "build", ".memprof-ci/")]:
-        job = WF[wf_name]["jobs"][job_name]
+def test_runtime_cache_keyed_on_what_builds_it():
+    """Only runtime-patch/ (sources, patches, build script) builds the
+    compiler: a change elsewhere (the Makefile, the harness) keeps the cache."""
+    for wf_name, prefix, path, build_name, cache_id in [
+            ("alloc-gate.yml", "", "_build/runtime", "Build patched runtime", "runtime-cache"),
+            ("memprof-ci.yml", ".memprof-ci/", "~/.memprof-ci-ocaml",
+             "Build and install the patched compiler", "compiler-cache")]:
+        job = WF[wf_name]["jobs"]["build"]
         restore = step_named(job, "actions/cache/restore")
         key = restore["with"]["key"]
-        assert f"hashFiles('{prefix}runtime-patch/**', '{prefix}Makefile')" in key
-        assert f"{prefix}_build/runtime" in restore["with"]["path"].split()
+        assert key.endswith(f"${{{{ hashFiles('{prefix}runtime-patch/**') }}}}"), key
+        assert path in restore["with"]["path"].split()
         save = step_named(job, "actions/cache/save")
         assert save["with"]["path"] == restore["with"]["path"]
-        build = step_named(job, "Build patched runtime")
-        assert build["if"] == "steps.runtime-cache.outputs.cache-hit != 'true'"
-        assert "runtime" in build["run"]
-        assert save["with"]["key"] == "${{ steps.runtime-cache.outputs.cache-primary-key }}"
+        build = step_named(job, build_name)
+        assert build["if"] == f"steps.{cache_id}.outputs.cache-hit != 'true'"
+        assert save["with"]["key"] == f"${{{{ steps.{cache_id}.outputs.cache-primary-key }}}}"
+
+
+def test_reusable_build_installs_the_compiler_for_dune_and_findlib():
+    job = WF["memprof-ci.yml"]["jobs"]["build"]
+    assert step_named(job, "Install packages")["run"].endswith("install-deps.sh gate")
+    build = step_named(job, "Build and install the patched compiler")
+    assert build["run"] == 'make -C .memprof-ci install PREFIX="$HOME/.memprof-ci-ocaml"'
+    path = step_named(job, "Put the patched compiler first on PATH")["run"]
+    assert '"$HOME/.memprof-ci-ocaml/bin" >>"$GITHUB_PATH"' in path
+    prof = step_named(job, "memprof-ci profile")
+    assert "$MEMPROF_CI_RUNTIME/share/memprof-ci/patch-id" in prof["run"]
+    assert prof["env"]["OVERHEAD"] == "${{ inputs.overhead }}" and "--no-overhead" in prof["run"]
+    text = (SCRIPTS / "install-deps.sh").read_text()
+    gate = re.search(r"^  gate\) packages=\((.*)\) ;;$", text, re.M).group(1).split()
+    assert {"ocaml-dune", "ocaml-findlib", "hyperfine", "npm"} <= set(gate)
+    assert not {"valgrind", "shellcheck", "yamllint"} & set(gate)
 
 
 def test_gate_caches_the_build_tree_make_test_needs():
@@ -312,7 +332,7 @@ def test_gate_build_job_tests_profiles_and_uploads_the_run():
     assert job["permissions"] == {"contents": "read"}
     checkout = step_named(job, "actions/checkout")
     assert checkout["with"]["fetch-depth"] == 0 and "ref" not in checkout["with"]
-    assert "install-deps.sh" in step_named(job, "Install packages")["run"]
+    assert step_named(job, "Install packages")["run"].endswith("install-deps.sh test")
     assert step_named(job, "make test")["run"] == "make test"
     assert step_named(job, "Build the benchmarks")["run"] == "make benchmarks"
     prof = step_named(job, "memprof-ci profile")
@@ -356,7 +376,7 @@ def test_judge_job_never_runs_the_code_under_test(wf_name, job_name):
         run_ = step.get("run", "")
         assert not re.search(r"(^|\s)(make|dune|opam|bash -c|sh -c)\s", run_), run_
         assert "profile.sh" not in run_
-        assert "install-deps.sh" not in run_ or "python3-pytest python3-scipy" in run_
+        assert "install-deps.sh" not in run_ or run_.endswith("install-deps.sh judge")
 
 
 @pytest.mark.parametrize("wf_name,job_name,trusted,tested", [
@@ -451,8 +471,12 @@ def test_run_artifact_handoff(wf_name, build, judge, pattern):
 
 def test_install_deps_lists_the_packages():
     text = (SCRIPTS / "install-deps.sh").read_text()
-    for pkg in ["hyperfine", "jq", "valgrind", "python3-pytest", "python3-scipy"]:
+    for pkg in ["hyperfine", "jq", "python3-pytest", "python3-scipy", "python3-jsonschema"]:
         assert pkg in text
+    # `make test`'s own list lives in ensure-deps.sh, which installs it as root.
+    assert "ensure-deps.sh\" build python bench lint adopt" in text
+    assert step_named(gate_job("build"), "Install packages")["run"].endswith(
+        "install-deps.sh test")
 
 
 def test_reusable_workflow_inputs():
