@@ -106,10 +106,11 @@ stock-benchmarks: stock-runtime
 	$(MAKE) -f benchmarks/benchmarks.mk OCAMLOPT=$(ROOT)/_build/stock/bin/ocamlopt \
 	  BENCH_BUILD=$(STOCK_BENCH_BUILD) benchmarks
 
-# OVERHEAD_ARGS='...' passes options to the script (--only, --runs, --quick...).
+# The study is the package benchmarks/overhead (it imports the harness).
+# OVERHEAD_ARGS='...' passes options to it (--only, --runs, --quick...).
 bench-overhead: runtime benchmarks benchmarks-ocamltracker stock-runtime stock-benchmarks \
   | deps-python deps-bench deps-lint
-	$(PYTHON) benchmarks/overhead_study.py \
+	PYTHONPATH=$(ROOT)/harness:$(ROOT)/benchmarks $(PYTHON) -m overhead \
 	  --manifest benchmarks/benchmarks.toml --out _build/overhead \
 	  --stock-dir $(STOCK_BENCH_BUILD) $(OVERHEAD_ARGS)
 

@@ -1,16 +1,23 @@
-"""The overhead study's verdict rule for noisy wall times: PASS or MISS only
-when the 95% intervals clear the target, UNRESOLVED otherwise."""
+"""The overhead study (benchmarks/overhead): its verdict rule for noisy wall
+times (PASS or MISS only when the 95% intervals clear the target,
+UNRESOLVED otherwise), --reanalyse, and its use of the harness's manifest
+reader."""
 
-import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-SPEC = importlib.util.spec_from_file_location(
-    "overhead_study", Path(__file__).resolve().parents[1] / "overhead_study.py")
-study = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(study)
+ROOT = Path(__file__).resolve().parents[2]
+# The study is run as PYTHONPATH=harness:benchmarks python3 -m overhead.
+for d in (ROOT / "harness", ROOT / "benchmarks"):
+    if str(d) not in sys.path:
+        sys.path.insert(0, str(d))
+
+from memprof_ci.manifest import SETTINGS  # noqa: E402
+from overhead import analysis, cli, instructions  # noqa: E402
+from overhead.common import rate_key  # noqa: E402
 
 
 @pytest.mark.parametrize("lows, highs, expected", [
@@ -20,16 +27,16 @@ SPEC.loader.exec_module(study)
     ([], [], "n/a"),
 ])
 def test_interval_verdict(lows, highs, expected):
-    assert study.interval_verdict(lows, highs, 0.01) == expected
+    assert analysis.interval_verdict(lows, highs, 0.01) == expected
 
 
 def test_wall_verdicts_in_the_summary_follow_the_intervals():
     def bench(overhead, low, high):
-        return {"analysis": {"c": {study.rate_key(1e-4): {
+        return {"analysis": {"c": {rate_key(1e-4): {
             "overhead": overhead, "ci_low": low, "ci_high": high}}}}
     results = {"a": bench(0.002, -0.01, 0.008), "b": bench(0.30, 0.15, 0.40),
                "c": bench(0.01, -0.05, 0.05)}
-    rows = {r["id"]: r for r in study.summarise(results, [1e-4], None)}
+    rows = {r["id"]: r for r in analysis.summarise(results, [1e-4], None)}
     assert rows["wall_max_1e-4"]["verdict"] == "MISS"     # b's interval is above 10%
     # the median benchmark's interval, [-1%, +5%], straddles 1%
     assert rows["wall_median_1e-4"]["verdict"] == "UNRESOLVED (see instructions)"
@@ -39,40 +46,114 @@ def test_cost_ratio_interval_covers_the_ratio_and_refuses_unresolved_costs():
     c = {"on": [1.20, 1.21, 1.19, 1.22, 1.20], "off": [1.00, 1.01, 0.99, 1.00, 1.02],
          "samples": 1000}
     o = {"on": [1.80, 1.82, 1.79, 1.81, 1.80], "off": c["off"], "samples": 1000}
-    lo, hi = study.cost_ratio_ci(c, o)
+    lo, hi = analysis.cost_ratio_ci(c, o)
     assert lo <= 0.25 <= hi and hi - lo < 0.1        # true ratio 0.2 / 0.8
     # the OCaml tracker's cost straddles zero: no ratio can be formed
     flat = {"on": [1.0, 1.2, 0.8, 1.1, 0.9], "off": [1.1, 0.9, 1.0, 1.2, 0.8], "samples": 10}
-    assert study.cost_ratio_ci(c, flat) is None
+    assert analysis.cost_ratio_ci(c, flat) is None
+
+
+def _timing(on, off, samples, k="1e-2"):
+    return {"off": {"times_s": off, "median_s": sorted(off)[len(off) // 2]},
+            k: {"times_s": on, "median_s": sorted(on)[len(on) // 2], "samples": samples}}
+
+
+META = {"rates": ["1e-2"], "finished": "x", "command_line": "x", "duration_s": 1,
+        "nproc": 2, "hyperfine": "x", "runs": 5, "warmup": 1, "patch_id": "x"}
 
 
 def test_reanalyse_rewrites_the_report_from_raw_times(tmp_path):
-    def timing(on, off, samples):
-        return {"off": {"times_s": off, "median_s": sorted(off)[len(off) // 2]},
-                "1e-2": {"times_s": on, "median_s": sorted(on)[len(on) // 2],
-                         "samples": samples}}
     off = [1.00, 1.01, 0.99, 1.00, 1.02]
-    meta = {"rates": ["1e-2"], "finished": "x", "command_line": "x", "duration_s": 1,
-            "nproc": 2, "hyperfine": "x", "runs": 5, "warmup": 1, "patch_id": "x"}
-    doc = {"meta": meta,
+    doc = {"meta": META,
            "summary": [], "callgrind": None,
            "benchmarks": {"b": {"command": [], "cwd": ".",
                                 "preflight": {"ocaml_samples": {"1e-2": 1000}},
-                                "timing": {"c": timing([1.10, 1.11, 1.09, 1.10, 1.12], off, 1000),
-                                           "ocaml": timing([1.80, 1.82, 1.79, 1.81, 1.80],
-                                                           off, None)}}}}
+                                "timing": {"c": _timing([1.10, 1.11, 1.09, 1.10, 1.12], off, 1000),
+                                           "ocaml": _timing([1.80, 1.82, 1.79, 1.81, 1.80],
+                                                            off, None)}}}}
     src = tmp_path / "in.json"
     src.write_text(json.dumps(doc))
-    assert study.main(["--reanalyse", str(src), "--out", str(tmp_path / "out")]) == 0
+    assert cli.main(["--reanalyse", str(src), "--out", str(tmp_path / "out")]) == 0
     out = json.loads((tmp_path / "out" / "overhead.json").read_text())
     row = {r["id"]: r for r in out["summary"]}["cost_ratio_1e-2"]
     assert row["verdict"] == "PASS" and abs(row["value"] - 0.125) < 0.01
     assert (tmp_path / "out" / "overhead.md").is_file()
 
 
+def _callgrind(names, repeated):
+    """Callgrind entries built by the study's own aggregation from made-up
+    run results: off, C at 1e-4, stock and the four per-sample-cost configs."""
+    counts = {"off": 1000, "c_1e-4": 1006, "stock": 999, "cost_c_off": 250,
+              "cost_c_1e-2": 450, "cost_ocaml_off": 251, "cost_ocaml_1e-2": 1251}
+    samples = {"cost_c_1e-2": 2, "cost_ocaml_1e-2": 2}
+    out = {}
+    for i, n in enumerate(names):
+        reps = 3 if n in repeated else 1
+        done = [{"bench": n, "config": cfg, "rep": r, "argv": [f"/x/{n}.exe", "10"],
+                 "size": "10", "extra_env": {},
+                 "instructions": (ir + r) * 10 ** 6 + i,
+                 **({"samples": samples[cfg] * 1000} if cfg in samples else {})}
+                for cfg, ir in counts.items() for r in range(reps)]
+        out[n] = instructions._entry(n, done, 1.0, 0.25, True)
+    return out
+
+
+def test_reanalyse_reproduces_the_report_of_the_run(tmp_path):
+    """A run's overhead.json, reanalysed, gives the same overhead.md (plus the
+    line saying it was reanalysed), the same plot and the same numbers."""
+    rates = [1e-4, 1e-2]
+    off = [1.00, 1.01, 0.99, 1.00, 1.02]
+    results = {}
+    for n, f in (("lists", 1.0), ("domains", 1.5)):
+        timing = {"c": {**_timing([x * (1 + 0.002 * f) for x in off], off, None, "1e-4"),
+                        **_timing([x * (1 + 0.1 * f) for x in off], off, 1000)},
+                  "ocaml": {**_timing([x * (1 + 0.01 * f) for x in off], off, None, "1e-4"),
+                            **_timing([x * (1 + 0.5 * f) for x in off], off, None)}}
+        pre = {"c_check_samples": 1000, "ocaml_samples": {"1e-4": 10, "1e-2": 1000}}
+        results[n] = {"command": [f"/x/{n}.exe", "10"], "cwd": "/x", "preflight": pre,
+                      "timing": timing, "analysis": analysis.analyse_timing(timing, pre, rates)}
+    results["broken"] = {"command": ["/x/broken.exe"], "cwd": "/x", "error": "boom"}
+    cg = _callgrind(["lists", "domains", "broken"], {"domains"})
+    meta = {**META, "rates": [rate_key(r) for r in rates], "valgrind": "v",
+            "callgrind_scale": 1.0, "callgrind_repeats": 3}
+    run, again = tmp_path / "run", tmp_path / "again"
+    cli.write_outputs(str(run), meta, analysis.summarise(results, rates, cg), results,
+                      rates, cg)
+    assert cli.main(["--reanalyse", str(run / "overhead.json"), "--out", str(again)]) == 0
+    md_run = (run / "overhead.md").read_text().splitlines()
+    md_again = (again / "overhead.md").read_text().splitlines()
+    added = [i for i, x in enumerate(md_again)
+             if x.startswith("Analysis and verdicts recomputed on ")]
+    assert len(added) == 1 and md_again[added[0] + 1] == ""
+    assert md_again[:added[0]] + md_again[added[0] + 2:] == md_run
+    assert (again / "overhead.svg").read_text() == (run / "overhead.svg").read_text()
+    doc_run = json.loads((run / "overhead.json").read_text())
+    doc_again = json.loads((again / "overhead.json").read_text())
+    assert doc_again["meta"].pop("reanalysed")
+    assert doc_again == doc_run
+    text = "\n".join(md_run)          # every section is there
+    assert "## Errors" in text and "| domains † |" in text and "### Per-sample cost" in text
+
+
 def test_reanalyse_of_a_foreign_file_names_it(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{}")
     with pytest.raises(SystemExit) as e:
-        study.main(["--reanalyse", str(bad), "--out", str(tmp_path)])
+        cli.main(["--reanalyse", str(bad), "--out", str(tmp_path)])
     assert e.value.code == 2 and str(bad) in capsys.readouterr().err
+
+
+def test_the_manifest_is_read_by_the_harness(tmp_path, capsys):
+    """Same keys, checks and defaults as memprof-ci itself: an unknown key is
+    refused with the harness's message, and an unset timeout is the harness's."""
+    m = tmp_path / "m.toml"
+    m.write_text('[[benchmark]]\nname = "a"\ncommand = ["./a.exe"]\n')
+    (b,) = cli.select(str(m), "")
+    assert b.timeout == SETTINGS["timeout"] and b.command == [str(tmp_path / "a.exe")]
+    m.write_text('[[benchmark]]\nname = "a"\ncommand = ["./a.exe"]\nbogus = 1\n')
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--manifest", str(m), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert f"{m}: benchmark 'a': unknown key `bogus`; allowed: name, command" in err
+    assert not (tmp_path / "out").exists()          # nothing ran, nothing written
