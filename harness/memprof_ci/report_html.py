@@ -283,9 +283,10 @@ def _script_json(obj) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-_OUTCOME = {"passed": ("ok", "✅ ok"), "failed": ("fail", "❌ FAIL"),
-            "error": ("error", "⚠️ error"), "skipped": ("skip", "skipped"),
-            "not run": ("skip", "not run"), "accepted": ("accepted", "☑️ accepted")}
+# Words, not emoji: a machine without an emoji font shows those as boxes.
+_OUTCOME = {"passed": ("ok", "ok"), "failed": ("fail", "FAIL"),
+            "error": ("error", "ERROR"), "skipped": ("skip", "skipped"),
+            "not run": ("skip", "not run"), "accepted": ("accepted", "accepted")}
 
 
 def _check_td(b, check) -> str:
@@ -360,18 +361,23 @@ def _site_table(b, bi, src) -> str:
             extra += f' <span class="via">via {esc(r["via"])}</span>'
         if r.get("renamed_from"):
             extra += f' <span class="note">renamed or moved from {esc(r["renamed_from"])}</span>'
-        word = {"regression": "❌ regression", "improvement": "improvement",
+        word = {"regression": "REGRESSION", "improvement": "improvement",
                 "~": "~"}.get(status, esc(status))
         if r.get("renamed_from") and status == "~":
             word = "renamed or moved"
         ratio = r.get("ratio")
         delta_v = _num(ratio) if ratio is not None else ("1e300" if r.get("baseline_samples") == 0
                                                          else "")
-        lines_attr = _attr_json({"cur": _top_lines(r.get("lines")),
+        lines_top = _top_lines(r.get("lines"))
+        lines_attr = _attr_json({"cur": lines_top,
                                  "base": _top_lines(r.get("baseline_lines")),
                                  "file": r.get("file") if isinstance(r.get("file"), str)
                                  and len(r["file"]) <= 300 else None})
-        url = source_url(src, r.get("file"), r.get("line"))
+        line = r.get("line")
+        if line is None and lines_top:
+            k = next(iter(lines_top))  # the site's heaviest line
+            line = int(k) if k.isdigit() else None
+        url = source_url(src, r.get("file"), line)
         link = f' <a class="src" href="{esc(url, 2000)}">source</a>' if url else ""
         out.append(
             f'<tr class="site {cls.strip()}" data-frame="{esc(label)}" data-check="{esc(r.get("check"))}"'
@@ -433,7 +439,8 @@ rect.sel{stroke:#f0f;stroke-width:2.5}text{font:11px monospace;pointer-events:no
 .legend span{display:inline-block;padding:0 6px;margin-right:4px}
 .panel{background:#fafafa;border:1px solid #eee;padding:.3em .8em}
 .stack{margin:.3em 0 .6em;font:12px monospace}.stack div{white-space:pre}
-#errors{color:#a00}
+#errors{color:#a00}.badge{color:#fff;padding:0 .4em;border-radius:3px}
+.badge.pass{background:#176117}.badge.fail{background:#a00}.badge.error{background:#a60}
 """
 
 JS = r"""
@@ -516,12 +523,13 @@ function showSite(bi,tr){
  var L=JSON.parse(tr.getAttribute('data-lines')||'{}'),ls={};
  [['base',L.base||{}],['cur',L.cur||{}]].forEach(function(v){for(var k in v[1]){ls[k]=ls[k]||{base:0,cur:0};ls[k][v[0]]=v[1][k];}});
  var keys=Object.keys(ls).sort(function(a,b){return (+a)-(+b);});
+ var hasBase=Object.keys(L.base||{}).length>0;
  if(keys.length){var t=el('table',{'class':'lines'});var h=el('tr');
-  ['line','samples (baseline)','samples (current)'].forEach(function(x){h.appendChild(el('th',null,x));});t.appendChild(h);
+  (hasBase?['line','samples (baseline)','samples (current)']:['line','samples (current)']).forEach(function(x){h.appendChild(el('th',null,x));});t.appendChild(h);
   keys.forEach(function(k){var r=el('tr');var c=el('td');
    if(D.src&&L.file&&/^[A-Za-z0-9_.\/+-]+$/.test(L.file)&&L.file.split('/').indexOf('..')<0&&L.file[0]!=='/'&&/^[0-9]+$/.test(k)){
     c.appendChild(el('a',{href:D.src+encodeURI(L.file)+'#L'+k},'L'+k));}else c.textContent='L'+k;
-   r.appendChild(c);r.appendChild(el('td',null,String(ls[k].base||0)));r.appendChild(el('td',null,String(ls[k].cur||0)));t.appendChild(r);});
+   r.appendChild(c);if(hasBase)r.appendChild(el('td',null,String(ls[k].base||0)));r.appendChild(el('td',null,String(ls[k].cur||0)));t.appendChild(r);});
   panel.appendChild(t);}
  if(!g){panel.appendChild(el('p',{'class':'note'},'No call stacks recorded.'));return;}
  [['current','Heaviest stacks in the current run',g.ce],['baseline','Heaviest stacks in the baseline',g.be]].forEach(function(v){
@@ -550,13 +558,14 @@ def render_html(report: dict, env=None) -> str:
     v = verdict(report)
     src = source_base(env)
     names = sorted(report["benchmarks"])
-    icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
+    badge = {0: ("pass", "PASS"), 1: ("fail", "FAIL"), 2: ("error", "ERROR")}[v["exit_code"]]
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
            '<meta name="viewport" content="width=device-width">',
            f"<title>memprof-ci report</title><style>{CSS}</style></head><body>",
-           f'<h1 id="headline" data-exit="{v["exit_code"]}">{icon} {esc(_headline(report, v), 1000)}</h1>',
+           f'<h1 id="headline" data-exit="{v["exit_code"]}"><span class="badge {badge[0]}">'
+           f'{badge[1]}</span> {esc(_headline(report, v), 1000)}</h1>',
            '<pre id="errors"></pre>']
     pre = preamble(report)
     if pre:
