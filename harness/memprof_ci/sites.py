@@ -268,11 +268,12 @@ def stack_labels(sig: tuple, idx):
     return labels, pos
 
 
-def truncate_stacks(acc: dict, limit: int = MAX_STACKS):
+def truncate_stacks(acc: dict, limit: int | None = None):
     """{(labels, key, pos): [samples, live]} -> (kept stacks, heaviest first;
     (samples, live) of the rest)."""
     items = sorted(((k[0], k[1], k[2], v[0], v[1]) for k, v in acc.items()),
                    key=lambda t: (-t[3], -t[4], t[0], t[1]))
+    limit = MAX_STACKS if limit is None else limit
     kept, rest = items[:limit], items[limit:]
     return kept, (sum(t[3] for t in rest), sum(t[4] for t in rest))
 
