@@ -15,8 +15,11 @@ keeps the heaviest call chains for the baseline side of the flame graphs: a
 sorted frame table ("frames", one label per line) and "list", one line per
 stack: [site key, index of the site frame or null, samples, live, [frame
 indices, root first]], sorted by frame labels so that a changed stack is a
-changed line.  Its stacks plus "other" must add up to the totals, or the
-baseline is rejected as malformed.
+changed line.  A structurally malformed section is rejected with the
+baseline; one whose stacks plus "other" do not add up to the totals (site
+counts edited by hand, say) is ignored (stacks None, meta["stacks_ignored"]
+says why): stacks only draw pictures and support rename pairing, and never
+outweigh the site counts.
 """
 
 from __future__ import annotations
@@ -263,7 +266,7 @@ def _stacks(d, total: int, live_total: int):
         s_live += live
         out.append((tuple(labels[j] for j in idx), key, pos, n, live))
     if s_n != total or s_live != live_total:
-        raise InputError("stacks do not add up to totals")
+        return None, (0, 0)
     out.sort(key=lambda t: (-t[3], -t[4], t[0], t[1]))
     return out, (o_n, o_live)
 
@@ -326,6 +329,9 @@ def parse_baseline(doc, path: str) -> Aggregate:
         if doc.get("stacks") is not None:
             agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
                                                    agg.total_live)
+            if agg.stacks is None:
+                meta["stacks_ignored"] = ("its stacks do not add up to its totals (edited by "
+                                          "hand?), so they were ignored")
     except InputError as e:
         raise InputError(f"{path}: malformed baseline: {e}; {fix}") from None
     if sum(s.samples for s in sites.values()) != agg.total_samples or \

@@ -82,7 +82,9 @@ def stacks_entry(base, cur) -> dict:
     if base is None:
         missing["baseline"] = "there is no baseline (a new benchmark)"
     elif bs is None:
-        missing["baseline"] = "the baseline was " + MISSING_STACKS
+        missing["baseline"] = ("the baseline's " + base.meta["stacks_ignored"]
+                               if base.meta.get("stacks_ignored")
+                               else "the baseline was " + MISSING_STACKS)
     if cur is None:
         missing["current"] = "the benchmark was not measured"
     elif cs is None:

@@ -109,3 +109,14 @@ def test_identical_comparison_prints_headline_and_status_table_only():
     assert lines[0] == "memprof-ci: no regression in 1 benchmark(s)"
     assert lines[1:] == ["", "benchmark  alloc_sites  gc_totals  live  overhead",
                          lines[3], lines[4]] and lines[4].startswith("identical  ok")
+
+
+def test_verbose_lists_every_site_of_every_benchmark():
+    rep = new_report("compare")
+    many = dict(site(f"Many.f{i:02d}", 1000 + i) for i in range(40))
+    rep["benchmarks"]["many"] = bench("many", many, many)
+    verdict.finalize(rep)
+    rep["verdict"] = verdict.verdict(rep)
+    assert "Many.f" not in render_terminal(rep)
+    verbose = render_terminal(rep, verbose=True)
+    assert all(f"Many.f{i:02d} @ main.ml" in verbose for i in range(40))
