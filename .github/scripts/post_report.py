@@ -20,7 +20,9 @@ Invariants:
   - the report text is untrusted Markdown: md_inert.inert() defuses it
     (no HTML but <details>/<summary>/<sub>, no mentions, issue references,
     links, images or autolinks) before it is framed by the header this
-    script writes itself (marker, title, commit, run link);
+    script writes itself (marker, title, commit, run link, and the link to
+    the interactive report.html in the run's `alloc-report` artifact, built
+    from the trusted --run-url only);
   - the token is only ever sent to the API origin (pagination links pointing
     elsewhere are refused), and the number of pages read is bounded;
   - exit 0: posted, updated, or skipped because the PR moved on;
@@ -117,6 +119,8 @@ def build_body(report, head_sha, conclusion=None, run_url=None):
     meta = [f"Commit `{head_sha[:12]}`"]
     if run_url:
         meta.append(f"[workflow run]({run_url})")
+        meta.append(f"[interactive report]({run_url}#artifacts) (`report.html` in the "
+                    f"`alloc-report` artifact: flame graphs, callers of each site)")
     # Defusing can lengthen the text: cap it again, at a line end.
     report, cut = md_inert.clip_lines(md_inert.inert(report), MAX_REPORT_CHARS)
     if cut:

@@ -14,7 +14,11 @@
 #   - a missing report.md is itself reported and makes the verdict 2 (error),
 #     whatever STATUS said: a check that wrote no report never passes;
 #   - the summary gets at most 512 KiB of the report (GitHub caps a step's
-#     summary at 1 MiB); the full report stays in REPORT_DIR for the artifact.
+#     summary at 1 MiB); the full report stays in REPORT_DIR for the artifact;
+#   - when REPORT_DIR/report.html exists, the summary says where it is (the
+#     `alloc-report` artifact), linking the run's page only when
+#     GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID are well formed;
+#     the workflow adds the artifact's own link after uploading it.
 set -euo pipefail
 
 if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
@@ -70,6 +74,17 @@ summary=${GITHUB_STEP_SUMMARY:-/dev/null}
     fi
   else
     printf '_No report.md was produced in %s; see the job log._\n' "$report_dir"
+  fi
+  if [ -f "$report_dir/report.html" ]; then
+    server=${GITHUB_SERVER_URL:-}
+    repo=${GITHUB_REPOSITORY:-}
+    run_id=${GITHUB_RUN_ID:-}
+    # shellcheck disable=SC2016  # the backticks are Markdown, not a command
+    if [[ "$server" =~ ^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?$ && "$repo" =~ ^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9_.-]{1,100}$ && "$run_id" =~ ^[0-9]{1,20}$ ]]; then
+      printf '\nInteractive report (flame graphs, callers of each site): `report.html` in the `alloc-report` artifact of [this run](%s/%s/actions/runs/%s#artifacts).\n' "$server" "$repo" "$run_id"
+    else
+      printf '\nInteractive report (flame graphs, callers of each site): `report.html` in the `alloc-report` artifact.\n'
+    fi
   fi
   printf '\n'
 } >>"$summary"

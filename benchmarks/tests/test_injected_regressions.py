@@ -7,6 +7,12 @@ copy, so it follows the benchmark as it evolves). It is built with the patched c
 temporary directory (so its site keys match the real benchmark's) and
 checked with `memprof-ci check` against baselines/ with the real
 manifest's settings (overhead timing off: it is not what is tested).
+
+The report.html of an injected regression is opened in Debian's headless
+Chromium (harness/tests/chromium_cdp.py, over the DevTools protocol): no
+console error, the regressed site marked in the site table and outlined in
+the differential flame graph, and a screenshot is taken (kept in
+$MEMPROF_CI_SCREENSHOT_DIR when set).
 """
 
 import json
@@ -14,6 +20,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -22,6 +29,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OCAMLOPT = ROOT / "_build" / "runtime" / "bin" / "ocamlopt"
 PY = "/usr/bin/python3"
+sys.path.insert(0, str(ROOT / "harness" / "tests"))
 
 
 def toml_value(v):
@@ -93,3 +101,37 @@ def test_moving_code_is_not_a_regression(tmp_path):
     res, flagged = check_variant(tmp_path, "lists", "lists_moved.patch")
     assert flagged == set()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+
+
+def test_html_report_of_an_injected_regression_in_chromium(tmp_path):
+    from chromium_cdp import Browser
+    res, flagged = check_variant(tmp_path, "lists", "lists_more.patch")
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    site = "Lists.build_tree @ benchmarks/lists.ml"
+    page = tmp_path / "report" / "report.html"
+    with Browser() as br:
+        br.open(str(page))
+        assert br.eval("document.body.getAttribute('data-ready')") == "1"
+        bench = br.eval("Array.from(document.querySelectorAll('section.bench'))"
+                        ".findIndex(s => s.getAttribute('data-name') === 'lists')")
+        assert bench >= 0
+        rows = br.eval(f"Array.from(document.querySelectorAll('#sites-{bench} tr.regression'))"
+                       ".map(r => r.getAttribute('data-frame'))")
+        assert rows == [site]
+        marked = br.eval(f"Array.from(document.querySelectorAll('svg#diff-{bench} "
+                         "rect.regressed')).map(r => r.getAttribute('data-frame'))")
+        assert marked and set(marked) == {site}
+        # The outlined nodes grew significantly: coloured red, not noise grey.
+        fills = br.eval(f"Array.from(document.querySelectorAll('svg#diff-{bench} "
+                        "rect.regressed')).map(r => r.getAttribute('fill'))")
+        assert any(f.startswith("rgb(255,") for f in fills), fills
+        br.eval(f"document.querySelector('#sites-{bench} tr.regression').click()")
+        assert site in br.eval(f"document.getElementById('panel-{bench}').textContent")
+        shot = br.screenshot(str(tmp_path / "injected-regression.png"))
+        br.settle()
+        assert br.errors == []
+    assert os.path.getsize(shot) > 10_000
+    keep = os.environ.get("MEMPROF_CI_SCREENSHOT_DIR")
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        os.replace(shot, os.path.join(keep, "injected-regression.png"))

@@ -8,6 +8,18 @@ whether a later run is comparable.  Invariants: files are written atomically
 sorted and each site sits on its own line so that `git diff` shows one line
 per changed site; load_baseline never returns a baseline of another format
 version.
+
+The optional "stacks" section (written by update-baselines since the HTML
+report; older baselines lack it and still load, with Aggregate.stacks None)
+keeps the heaviest call chains for the baseline side of the flame graphs: a
+sorted frame table ("frames", one label per line) and "list", one line per
+stack: [site key, index of the site frame or null, samples, live, [frame
+indices, root first]], sorted by frame labels so that a changed stack is a
+changed line.  A structurally malformed section is rejected with the
+baseline; one whose stacks plus "other" do not add up to the totals (site
+counts edited by hand, say) is ignored (stacks None, meta["stacks_ignored"]
+says why): stacks only draw pictures and support rename pairing, and never
+outweigh the site counts.
 """
 
 from __future__ import annotations
@@ -24,7 +36,7 @@ from . import validate as V
 from .errors import InputError
 from .overhead import parse_record
 from .profile import GC_KEYS, VERSION as PROFILE_VERSION, load_json
-from .sites import GROUPINGS, Aggregate, Site
+from .sites import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
 VERSION = 1
@@ -60,7 +72,19 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "gc_runs": agg.gc_runs,
         "overhead": overhead,
         "sites": {k: s.to_json() for k, s in sorted(agg.sites.items())},
+        **({"stacks": stacks_document(agg)} if agg.stacks is not None else {}),
     }
+
+
+def stacks_document(agg: Aggregate) -> dict:
+    """The baseline's "stacks" section: frame table + one entry per stack."""
+    frames = sorted({f for st in agg.stacks for f in st[0]})
+    index = {f: i for i, f in enumerate(frames)}
+    rows = sorted(agg.stacks, key=lambda t: (t[0], t[1]))
+    return {"depth": MAX_DEPTH, "limit": MAX_STACKS, "frames": frames,
+            "other": list(agg.stacks_other),
+            "list": [[key, pos, n, live, [index[f] for f in labels]]
+                     for labels, key, pos, n, live in rows]}
 
 
 def dumps(doc: dict) -> str:
@@ -73,6 +97,16 @@ def dumps(doc: dict) -> str:
         if k == "sites" and v:
             inner = ",\n".join(f"    {one(sk)}: {one(sv)}" for sk, sv in sorted(v.items()))
             parts.append(f"  {one(k)}: {{\n{inner}\n  }}")
+        elif k == "stacks" and v:
+            inner = []
+            for sk in sorted(v):
+                sv = v[sk]
+                if sk in ("frames", "list") and sv:
+                    body = ",\n".join(f"      {one(x)}" for x in sv)
+                    inner.append(f"    {one(sk)}: [\n{body}\n    ]")
+                else:
+                    inner.append(f"    {one(sk)}: {one(sv)}")
+            parts.append(f"  {one(k)}: {{\n" + ",\n".join(inner) + "\n  }")
         elif k == "gc_runs" and v:
             inner = ",\n".join(f"    {one(r)}" for r in v)
             parts.append(f"  {one(k)}: [\n{inner}\n  ]")
@@ -187,6 +221,46 @@ def _gc(d, where: str) -> dict:
     return out
 
 
+def _stacks(d, total: int, live_total: int):
+    """The optional "stacks" section -> (stacks, other), validated."""
+    if not isinstance(d, dict):
+        raise InputError("stacks must be an object")
+    frames = d.get("frames")
+    rows = d.get("list")
+    if not isinstance(frames, list) or not isinstance(rows, list):
+        raise InputError("stacks.frames and stacks.list must be lists")
+    if len(rows) > MAX_STACKS * 10 or len(frames) > MAX_STACKS * MAX_DEPTH * 10:
+        raise InputError("stacks: too many stacks or frames")
+    labels = [V.text(f, f"stacks.frames[{i}]", limit=1000) for i, f in enumerate(frames)]
+    other = d.get("other", [0, 0])
+    if not (isinstance(other, list) and len(other) == 2):
+        raise InputError("stacks.other must be [samples, live]")
+    o_n, o_live = V.count(other[0], "stacks.other[0]"), V.count(other[1], "stacks.other[1]")
+    out, s_n, s_live = [], o_n, o_live
+    for i, r in enumerate(rows):
+        where = f"stacks.list[{i}]"
+        if not (isinstance(r, list) and len(r) == 5 and isinstance(r[4], list)):
+            raise InputError(f"{where} must be [site, site frame, samples, live, [frames]]")
+        key = V.text(r[0], f"{where}[0]")
+        idx = r[4]
+        if not idx or len(idx) > MAX_DEPTH * 4:
+            raise InputError(f"{where}: bad number of frames")
+        for j in idx:
+            if not (V.is_count(j) and j < len(labels)):
+                raise InputError(f"{where}: frame index {j!r} out of range")
+        pos = r[1]
+        if pos is not None and not (V.is_count(pos) and pos < len(idx)):
+            raise InputError(f"{where}[1]: site frame must be null or an index into the stack")
+        n, live = V.count(r[2], f"{where}[2]"), V.count(r[3], f"{where}[3]")
+        s_n += n
+        s_live += live
+        out.append((tuple(labels[j] for j in idx), key, pos, n, live))
+    if s_n != total or s_live != live_total:
+        return None, (0, 0)
+    out.sort(key=lambda t: (-t[3], -t[4], t[0], t[1]))
+    return out, (o_n, o_live)
+
+
 def parse_baseline(doc, path: str) -> Aggregate:
     fix = "regenerate it with `memprof-ci update-baselines`"
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -242,6 +316,12 @@ def parse_baseline(doc, path: str) -> Aggregate:
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
                                      limit=200),
                 "path": path}
+        if doc.get("stacks") is not None:
+            agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
+                                                   agg.total_live)
+            if agg.stacks is None:
+                meta["stacks_ignored"] = ("its stacks do not add up to its totals (edited by "
+                                          "hand?), so they were ignored")
     except InputError as e:
         raise InputError(f"{path}: malformed baseline: {e}; {fix}") from None
     if sum(s.samples for s in sites.values()) != agg.total_samples or \

@@ -79,7 +79,7 @@ def _add_run_options(p, check: bool, profile: bool = False):
                             "against --baselines and must agree with the measurement")
 
         p.add_argument("--report-dir", metavar="DIR",
-                       help="write report.md, report.json and junit.xml to DIR")
+                       help="write report.md, report.json, report.html and junit.xml to DIR")
         p.add_argument("--results-json", metavar="PATH",
                        help="also write the JSON report (input of `merge`) to PATH")
     if not profile:
@@ -120,9 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gc-timing-tolerance", type=float,
                    default=SETTINGS["gc_timing_tolerance"])
     c.add_argument("--format", choices=("terminal", "markdown", "json"), default="terminal")
-    c.add_argument("--report-dir", metavar="DIR", help="also write report.md and report.json")
+    c.add_argument("--report-dir", metavar="DIR",
+                   help="also write report.md, report.json and report.html")
     c.add_argument("-v", "--verbose", action="count", default=0,
-                   help="show the traceback of an internal error")
+                   help="site tables of every benchmark (not only those with a significant "
+                        "change); the traceback of an internal error")
     m = sub.add_parser("merge", help="combine shard reports into one report and verdict")
     m.add_argument("out_dir", metavar="OUT_DIR")
     m.add_argument("shards", metavar="SHARD_DIR", nargs="+",
@@ -269,14 +271,26 @@ def _check_output_paths(report_dir, results_json, out=None) -> None:
         raise ConfigError(f"--results-json {results_json}: is a directory; name a file")
 
 
+def _attach_stacks(rep: dict, sides: dict) -> None:
+    """{name: (baseline Aggregate or None, current Aggregate or None)} ->
+    each compared benchmark's "stacks" entry (what report.html draws)."""
+    from .report_html import stacks_entry
+    for name, (base, cur) in sides.items():
+        b = rep["benchmarks"].get(name)
+        if b is not None and (base is not None or cur is not None):
+            b["stacks"] = stacks_entry(base, cur)
+
+
 def _write_reports(rep: dict, report_dir: str | None, results_json: str | None) -> None:
     from .baseline import write_atomic
     from .report import render_markdown, to_json
+    from .report_html import render_html
     try:
         if report_dir:
             os.makedirs(report_dir, exist_ok=True)
             write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
             write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
+            write_atomic(os.path.join(report_dir, "report.html"), render_html(rep))
         if results_json:
             write_atomic(results_json, to_json(rep))
     except OSError as e:
@@ -454,6 +468,11 @@ def _cmd_run(args) -> int:
             rep.setdefault("errors", []).append("pytest reported failures that memprof-ci did "
                                                 "not record (collection error?)")
         rep["verdict"] = verdict(rep)
+        if check:
+            # Cached results only: nothing is run again for the picture.
+            _attach_stacks(rep, {n: (ctx._bases.get(n, (None, None))[0],
+                                     ctx._aggs.get(n, (None, None))[0])
+                                 for n in rep["benchmarks"]})
         _write_reports(rep, report_dir, results_json)
         print()
         if update:
@@ -469,7 +488,7 @@ def _cmd_run(args) -> int:
                                   ctx.results_for_run_dir())
             print(f"memprof-ci: wrote {path}")
         else:
-            print(render_terminal(rep), end="")
+            print(render_terminal(rep, verbose=args.verbose > 0), end="")
         for e in rep["verdict"]["errors"]:
             _err(e)
         return rep["verdict"]["exit_code"]
@@ -477,9 +496,11 @@ def _cmd_run(args) -> int:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _render(rep: dict, fmt: str) -> str:
+def _render(rep: dict, fmt: str, verbose: bool = False) -> str:
     from .report import render_markdown, render_terminal, to_json
-    return {"terminal": render_terminal, "markdown": render_markdown, "json": to_json}[fmt](rep)
+    if fmt == "terminal":
+        return render_terminal(rep, verbose=verbose)
+    return {"markdown": render_markdown, "json": to_json}[fmt](rep)
 
 
 def cmd_compare(args) -> int:
@@ -498,9 +519,10 @@ def cmd_compare(args) -> int:
     rep = compare_report(pairs, notes, {"alpha": args.alpha, "min_effect": args.min_effect,
                                         "min_share": args.min_share},
                          args.gc_tolerance, args.gc_timing_tolerance)
+    _attach_stacks(rep, {name: (a, b) for name, a, b in pairs})
     if args.report_dir:
         _write_reports(rep, args.report_dir, None)
-    print(_render(rep, args.format), end="")
+    print(_render(rep, args.format, args.verbose > 0), end="")
     return rep["verdict"]["exit_code"]
 
 
@@ -511,7 +533,7 @@ def cmd_merge(args) -> int:
     _check_output_paths(args.out_dir, None)
     rep = merge(args.shards)
     _write_reports(rep, args.out_dir, None)
-    print(render_terminal(rep), end="")
+    print(render_terminal(rep, verbose=args.verbose > 0), end="")
     for e in rep["verdict"]["errors"]:
         _err(e)
     return rep["verdict"]["exit_code"]

@@ -8,6 +8,12 @@ strict (non-finite floats become null) and carries raw p-values so merged
 shards can be re-adjusted; nothing is decided here (the verdict comes
 from verdict.verdict); every external string (names, messages,
 notes) reaches the Markdown and the terminal only through mdsafe.
+The terminal follows benchstat: the headline and the status table always,
+a benchmark's site table only when one of its sites changed significantly
+(every benchmark's with verbose=True).  A site that verdict.pair_renames
+folded into its new name (`renamed_to`) is never listed on its own; the
+merged row reads "new (renamed or moved from old)".  report_html.py renders
+the same dictionary as HTML.
 """
 
 from __future__ import annotations
@@ -114,8 +120,24 @@ def all_site_rows(report: dict, status: str | None = None) -> list:
     rows = []
     for b in report["benchmarks"].values():
         for key in ("alloc", "live"):
-            rows.extend(r for r in b.get(key) or [] if status is None or r.get("status") == status)
+            rows.extend(r for r in b.get(key) or [] if not r.get("renamed_to")
+                        and (status is None or r.get("status") == status))
     return rows
+
+
+def renamed_rows(report: dict) -> list:
+    """Merged rename rows (verdict.pair_renames), by benchmark, check and site."""
+    return sorted((r for r in all_site_rows(report) if r.get("renamed_from")),
+                  key=lambda r: (r["benchmark"], r["check"], r["site"]))
+
+
+SIGNIFICANT = ("regression", "improvement")
+
+
+def changed(b: dict) -> bool:
+    """Whether a benchmark has a site whose change is significant."""
+    return any(r.get("status") in SIGNIFICANT for key in ("alloc", "live")
+               for r in b.get(key) or [] if not r.get("renamed_to"))
 
 
 def worst_first(rows: list) -> list:
@@ -125,7 +147,13 @@ def worst_first(rows: list) -> list:
 
 def _site_name(r) -> str:
     via = f" (via {r['via']})" if r.get("via") else ""
-    return f"{r['site']}{via}"
+    ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
+    return f"{r['site']}{via}{ren}"
+
+
+def _rename_word(r) -> str:
+    return {"regression": "regression", "improvement": "improvement"}.get(
+        r.get("status"), "passes")
 
 
 def _check_cell(b: dict, check: str, md: bool) -> str:
@@ -244,7 +272,7 @@ def _table(headers, rows) -> str:
     return "\n".join([line(headers), line(["-" * a for a in w])] + [line(r) for r in rows])
 
 
-def render_terminal(report: dict, max_sites: int = 15) -> str:
+def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) -> str:
     v = verdict(report)
     out = [_headline(report, v)]
     out.extend(mdsafe.printable(x) for x in preamble(report))
@@ -269,13 +297,25 @@ def render_terminal(report: dict, max_sites: int = 15) -> str:
     if rows:
         out.append("")
         out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "overhead"], rows))
-    for name, b in sorted(report["benchmarks"].items()):
-        alloc = b.get("alloc") or []
-        if not alloc:
-            continue
-        top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:max_sites]
+    ren = renamed_rows(report)
+    if ren:
         out.append("")
-        out.append(f"{mdsafe.printable(name)}: top sites by current allocation")
+        out.append("Renamed or moved (one site, counts compared across the rename):")
+        out.append(_table(["benchmark", "check", "from", "to", "baseline", "current",
+                           "delta [95% CI]", "verdict"],
+                          [[r["benchmark"], r["check"], r["renamed_from"], r["site"],
+                            fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
+                            fmt_delta(r), _rename_word(r)] for r in ren]))
+    for name, b in sorted(report["benchmarks"].items()):
+        alloc = [r for r in b.get("alloc") or [] if not r.get("renamed_to")]
+        if not alloc or not (verbose or changed(b)):
+            continue
+        order = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))
+        top = order if verbose else (order[:max_sites] + [
+            r for r in order[max_sites:] if r.get("status") in SIGNIFICANT])
+        out.append("")
+        out.append(f"{mdsafe.printable(name)}: " + ("sites by current allocation" if verbose
+                                                    else "top sites by current allocation"))
         out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
                            "lines"],
                           [[_site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
@@ -344,6 +384,22 @@ def render_markdown(report: dict) -> str:
             cells = [_check_cell(b, c, True) for c in CHECKS[:3]]
             out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
         out.append("")
+    ren = renamed_rows(report)
+    if ren:
+        out.append("### Renamed or moved")
+        out.append("")
+        out.append("One site each: a vanished and a new site whose counts the test cannot "
+                   "tell apart, with matching lines or callers; the counts are compared "
+                   "across the rename.")
+        out.append("")
+        out.append("| benchmark | check | from | to | baseline | current | delta [95% CI] | verdict |")
+        out.append("|---|---|---|---|--:|--:|--:|---|")
+        for r in ren:
+            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} "
+                       f"| {mdsafe.code(r['renamed_from'])} | {mdsafe.code(r['site'])} "
+                       f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
+                       f"| {fmt_delta(r)} | {_rename_word(r)} |")
+        out.append("")
     imps = worst_first(all_site_rows(report, "improvement"))[::-1]
     if imps:
         out.append(f"<details><summary>Improvements ({len(imps)})</summary>")
@@ -357,7 +413,7 @@ def render_markdown(report: dict) -> str:
         out.append("</details>")
         out.append("")
     for name, b in sorted(report["benchmarks"].items()):
-        alloc = b.get("alloc") or []
+        alloc = [r for r in b.get("alloc") or [] if not r.get("renamed_to")]
         if not alloc:
             continue
         top = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))[:MD_SITES_PER_BENCH]

@@ -9,6 +9,14 @@ numbers are kept only as per-site detail.  Invariants: every
 stack lands in exactly one site (stacks with no known non-stdlib frame go to
 the innermost known frame, else "<unknown>"), and an Aggregate's per-site
 samples sum to its totals.
+
+Stacks (for flame graphs and for telling a rename from a new site) are kept
+per distinct call chain, bounded: frames are "Function @ file" labels (no
+line, names clipped to FRAME_LABEL_LIMIT characters), root first, at most
+MAX_DEPTH innermost frames; an Aggregate keeps its MAX_STACKS heaviest
+stacks and sums the rest into `stacks_other`, so that the kept stacks plus
+`stacks_other` always add up to the totals.  `stacks` is None when the source
+(an old baseline) recorded none.
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ from .profile import (GC_KEYS, LIVE, SAMPLES, WORD_BYTES, Profile, check_frames,
 
 
 GROUPINGS = ("function", "line", "innermost")
+MAX_DEPTH = 32           # innermost frames kept per stack
+MAX_STACKS = 300         # heaviest stacks kept per benchmark (rest: stacks_other)
+FRAME_LABEL_LIMIT = 200  # characters of a frame label
 UNKNOWN = "<unknown>"
 _STDLIB_FN_PREFIXES = ("Stdlib", "Camlinternal", "Std_exit")
 
@@ -150,6 +161,10 @@ class Aggregate:
     sites: dict = field(default_factory=dict)
     sources: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    # [(frames root first, site key, index of the site frame or None,
+    #   samples, live)], heaviest first; None: not recorded (old baseline).
+    stacks: list | None = None
+    stacks_other: tuple = (0, 0)
 
     @property
     def runs(self) -> int:
@@ -178,6 +193,7 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
     """
     cache: dict = {}
     acc: dict = {}
+    st_acc: dict = {}
     total = live_total = 0
     by_line = grouping == "line"
     for i, st in enumerate(stacks):
@@ -194,8 +210,10 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         if c is None:
             check_frames(frames, i, path)
             idx, fl, fn, via = classify(frames, grouping)
-            c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl))
-        idx, fl, fn, via, key = c
+            labels, pos = stack_labels(sig, idx)
+            c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl),
+                              labels, pos)
+        idx, fl, fn, via, key, labels, pos = c
         line = None
         if idx is not None:
             line = frames[idx]["line"]
@@ -218,13 +236,46 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         if live:
             d = a[7]
             d[line] = d.get(line, 0) + live
+        if n or live:
+            sk = (labels, key, pos)
+            t = st_acc.get(sk)
+            if t is None:
+                st_acc[sk] = [n, live]
+            else:
+                t[0] += n
+                t[1] += live
         total += n
         live_total += live
     if totals is not None and (totals.get("samples") != total
                                or totals.get("live_samples") != live_total):
         raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
                          f"stacks (truncated file?); regenerate it with the memprof-ci runtime")
-    return [tuple(a) for a in acc.values()], total, live_total
+    return [tuple(a) for a in acc.values()], total, live_total, st_acc
+
+
+def frame_label(function, file) -> str:
+    """A stack frame as shown in flame graphs: "Function @ file", clipped."""
+    lab = site_label(function, norm_file(file))
+    return lab if len(lab) <= FRAME_LABEL_LIMIT else lab[:FRAME_LABEL_LIMIT] + "…"
+
+
+def stack_labels(sig: tuple, idx):
+    """(labels root first, at most MAX_DEPTH innermost; index of the site
+    frame in them or None) for a stack's (function, file) signature, given
+    innermost first with the site frame at `idx`."""
+    labels = tuple(frame_label(fn, fl) for fn, fl in reversed(sig[:MAX_DEPTH]))
+    pos = None if idx is None or idx >= MAX_DEPTH else len(labels) - 1 - idx
+    return labels, pos
+
+
+def truncate_stacks(acc: dict, limit: int | None = None):
+    """{(labels, key, pos): [samples, live]} -> (kept stacks, heaviest first;
+    (samples, live) of the rest)."""
+    items = sorted(((k[0], k[1], k[2], v[0], v[1]) for k, v in acc.items()),
+                   key=lambda t: (-t[3], -t[4], t[0], t[1]))
+    limit = MAX_STACKS if limit is None else limit
+    kept, rest = items[:limit], items[limit:]
+    return kept, (sum(t[3] for t in rest), sum(t[4] for t in rest))
 
 
 def _load_grouped(path: str, grouping: str):
@@ -263,7 +314,15 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
                     ocaml_version=p0.ocaml_version, backend=p0.backend,
                     sources=[p.path for p in profiles])
     acc: dict = {}
-    for p, (sites, total, live) in parts:
+    st_acc: dict = {}
+    for p, (sites, total, live, stacks) in parts:
+        for k, v in stacks.items():
+            t = st_acc.get(k)
+            if t is None:
+                st_acc[k] = list(v)
+            else:
+                t[0] += v[0]
+                t[1] += v[1]
         agg.gc_runs.append(dict(p.gc))
         agg.total_samples += total
         agg.total_live += live
@@ -284,6 +343,7 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
                               live_samples=a[4], lines=Counter(a[5]),
                               live_lines=Counter(a[6]), via=Counter(a[7]))
     agg.gc = mean_gc(agg.gc_runs)
+    agg.stacks, agg.stacks_other = truncate_stacks(st_acc)
     return agg
 
 

@@ -16,17 +16,124 @@ Invariants:
    outcomes do not fail.
 3. An internal error is never a regression: only RegressionFailure outcomes
    ("failed") can make exit code 1.
+4. Renames and moves are decided in one place, pair_renames(), which
+   decide_family() runs before Holm on one-sided families: a site that
+   vanished and a new site of the same benchmark and check whose counts the
+   two-sided exact test cannot tell apart (p > alpha) and whose line
+   numbers or heaviest caller chains match (when either side records them)
+   become one row: the new row carries both counts and `renamed_from`, and
+   the vanished row gets `renamed_to` and status "renamed" and leaves the
+   family.  The merged row is then tested like any site, so a rename that
+   also allocates more still fails; pairing is one-to-one, deterministic and
+   idempotent (merged rows have both counts, so they never pair again).
 """
 
 from __future__ import annotations
 
 from . import stats
+from .profile import WORD_BYTES
 from .sites import Aggregate
+
+RENAMED = "renamed"
+CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
+CALLER_CHAINS = 3   # heaviest caller chains kept per vanished or new site
 
 
 def decide_family(rows: list, two_sided: bool = False) -> None:
-    """Holm over `rows` (in place) and each row's status (stats.apply_family)."""
-    stats.apply_family(rows, two_sided=two_sided)
+    """Renames (one-sided families), then Holm over `rows` (in place) and
+    each row's status (stats.apply_family)."""
+    if two_sided:
+        stats.apply_family(rows, two_sided=True)
+        return
+    pair_renames(rows)
+    stats.apply_family([r for r in rows if not r.get("renamed_to")])
+    for r in rows:
+        if r.get("renamed_to"):
+            r.update(status=RENAMED, p_adj=1.0, p_adj_decrease=1.0, mde=None)
+
+
+def _two_sided_p(c: int, b: int, e_cur: float, e_base: float) -> float:
+    t = stats.test_counts([c], [b], e_cur, e_base)
+    return float(min(1.0, 2 * min(float(t["p_inc"][0]), float(t["p_dec"][0]))))
+
+
+def _same_code(old: dict, new: dict) -> bool:
+    """Where recorded on both sides, the sites' heaviest caller chains share
+    one, or their line numbers are the same; True when neither is recorded."""
+    evidence = False
+    oc, nc = old.get("callers"), new.get("callers")
+    if oc and nc:
+        evidence = True
+        if set(oc) & set(nc):
+            return True
+    ol, nl = old.get("lines"), new.get("lines")
+    if ol and nl:
+        evidence = True
+        if set(ol) == set(nl):
+            return True
+    return not evidence
+
+
+def pair_renames(rows: list) -> list:
+    """Merge each vanished site with the new site it was renamed or moved to
+    (module invariant 4), in place; returns the merged (new) rows."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["benchmark"], r["check"]), []).append(r)
+    merged = []
+    for _, g in sorted(groups.items()):
+        gone = [r for r in g if r["current_samples"] == 0 and r["baseline_samples"] > 0
+                and not r.get("renamed_to")]
+        new = [r for r in g if r["baseline_samples"] == 0 and r["current_samples"] > 0]
+        if not gone or not new:
+            continue
+        cands = []
+        for o in gone:
+            for n in new:
+                p = _two_sided_p(n["current_samples"], o["baseline_samples"],
+                                 n["current_exposure"], o["baseline_exposure"])
+                if p > n["alpha"] and _same_code(o, n):
+                    cands.append((-p, o["site"], n["site"], o, n))
+        used = set()
+        for _, os_, ns, o, n in sorted(cands, key=lambda t: t[:3]):
+            if os_ in used or ns in used:
+                continue
+            used.update((os_, ns))
+            _merge_rename(o, n)
+            merged.append(n)
+    return merged
+
+
+def _merge_rename(old: dict, new: dict) -> None:
+    c, b = new["current_samples"], old["baseline_samples"]
+    e_cur, e_base = new["current_exposure"], old["baseline_exposure"]
+    t = stats.test_counts([c], [b], e_cur, e_base)
+    new.update({
+        "renamed_from": old["site"], "baseline_samples": b,
+        "baseline_bytes": b / e_base * WORD_BYTES,
+        "baseline_lines": old.get("lines"),
+        "share": max(new["share"], old["share"]),
+        "p0": float(t["p0"]), "ratio": stats._f(t["ratio"][0]),
+        "ci_low": stats._f(t["lo"][0]), "ci_high": stats._f(t["hi"][0]),
+        "p_raw": float(t["p_inc"][0]), "p_raw_decrease": float(t["p_dec"][0])})
+    old["renamed_to"] = new["site"]
+
+
+def _callers(agg: Aggregate, check: str) -> dict:
+    """Site key -> its heaviest caller chains (the CALLER_FRAMES frames
+    nearest the site frame, outermost first, joined by " > ")."""
+    if agg.stacks is None:
+        return {}
+    weight: dict = {}
+    for labels, key, pos, n, live in agg.stacks:
+        w = n if check == "alloc" else live
+        if not w or pos is None:
+            continue
+        chain = " > ".join(labels[max(0, pos - CALLER_FRAMES):pos]) or "(root)"
+        d = weight.setdefault(key, {})
+        d[chain] = d.get(chain, 0) + w
+    return {k: [c for c, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:CALLER_CHAINS]]
+            for k, d in weight.items()}
 
 
 def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
@@ -60,8 +167,17 @@ def _site_map(agg: Aggregate, check: str) -> dict:
 def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
     ct = cur.total_samples if check == "alloc" else cur.total_live
     bt = base.total_samples if check == "alloc" else base.total_live
-    return stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
+    rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
                            ct, bt, cur.exposure, base.exposure, params)
+    # Caller chains, for telling a rename from a new site: only where one
+    # side has no samples (the only rows pair_renames looks at).
+    cc, bc = _callers(cur, check), _callers(base, check)
+    for r in rows:
+        if r["current_samples"] == 0 and r["site"] in bc:
+            r["callers"] = bc[r["site"]]
+        elif r["baseline_samples"] == 0 and r["site"] in cc:
+            r["callers"] = cc[r["site"]]
+    return rows
 
 
 def check_outcome(rows: list, check: str, name: str) -> dict:
@@ -75,7 +191,8 @@ def regression_message(name: str, check: str, regs: list) -> str:
     from .report import fmt_bytes, fmt_delta, fmt_p, worst_first
     what = "allocate" if check == "alloc" else "retain at exit"
     head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
-    body = [f"  {r['site']}{' (via ' + r['via'] + ')' if r.get('via') else ''}: "
+    body = [f"  {r['site']}{' (via ' + r['via'] + ')' if r.get('via') else ''}"
+            f"{' (renamed or moved from ' + r['renamed_from'] + ')' if r.get('renamed_from') else ''}: "
             f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
             f"{fmt_delta(r)}, p(Holm)={fmt_p(r['p_adj'])}" for r in worst_first(regs)]
     return "\n".join([head] + body)

@@ -6,7 +6,9 @@
 #   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema,
 #           and cmark-gfm (the report tests render Markdown with it)
 #   bench   hyperfine and jq, for overhead timing
-#   lint    shellcheck, yamllint, valgrind, clang with libFuzzer's runtime
+#   lint    shellcheck, yamllint, valgrind, clang with libFuzzer's runtime,
+#           and Debian's chromium with python3-websocket (the report.html
+#           tests drive headless Chromium over the DevTools protocol)
 #           (used by `make test`)
 #   adopt   dune, ocamlfind and opam: the install/example tests (`make test`)
 # Invariant: either everything asked for is present when this exits 0,
@@ -41,7 +43,8 @@ check() {
               need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
       bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
       lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint; need_cmd clang clang
-            need_fuzzer_rt; need_cmd valgrind valgrind ;;
+            need_fuzzer_rt; need_cmd valgrind valgrind; need_cmd chromium chromium
+            need_py websocket python3-websocket ;;
       adopt) need_cmd dune ocaml-dune; need_cmd ocamlfind ocaml-findlib
              need_cmd opam opam ;;
       *) echo "ensure-deps: unknown group '$group'" >&2; exit 2 ;;

@@ -104,7 +104,8 @@ def assert_comment_inert(body, html, page, report_tags=HT.REPORT_TAGS):
     assert body.startswith(post_report.MARKER) and body.count(post_report.MARKER) == 1
     assert ["<!--" + c + "-->" for c in page.comments] == [post_report.MARKER]
     links = [a for t, a in page.tags if t == "a"]
-    assert links == [[("href", RUN_URL)]], links
+    # Only the two links the script writes itself, both from the trusted run URL.
+    assert links == [[("href", RUN_URL)], [("href", RUN_URL + "#artifacts")]], links
     # The whole text, code included: the comment defuses everywhere.
     HT.assert_inert(page, html, allowed_tags=report_tags | {"a", "h1"}, live_in_code_ok=False)
     text = "".join(t for t, _ in page.texts)

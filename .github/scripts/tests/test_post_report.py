@@ -152,6 +152,8 @@ def test_creates_comment_with_marker(api, tmp_path):
     assert w["body"]["body"].startswith(MARKER)
     assert "All benchmarks within budget." in w["body"]["body"]
     assert "failed" in w["body"]["body"] and "actions/runs/1" in w["body"]["body"]
+    assert "[interactive report](https://github.com/octo/memprof-ci/actions/runs/1#artifacts)" \
+        in w["body"]["body"] and "report.html" in w["body"]["body"]
     assert all(r["auth"] == f"Bearer {TOKEN}" for r in api.requests)
 
 

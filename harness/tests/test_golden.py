@@ -1,0 +1,122 @@
+"""Golden renderings of one fixed comparison: terminal, Markdown and JSON.
+
+The comparison (built with stats.site_rows and verdict.finalize from fixed
+counts, no timestamps, no paths) has a regression, an improvement, a new
+site, a noise site and a function rename, plus an identical benchmark.  Any
+change to a rendering shows up as a diff of harness/tests/golden/*, to be
+reviewed.  Regenerate after an intended change with
+
+    MEMPROF_CI_UPDATE_GOLDEN=1 /usr/bin/python3 -m pytest harness/tests/test_golden.py
+
+and commit the new files with the change.  Also here: the benchstat-style
+terse terminal (headline and status table only when nothing changed
+significantly; site tables with verbose).
+"""
+
+import os
+
+import pytest
+
+from harness_testlib import HERE
+from memprof_ci import verdict
+from memprof_ci.report import new_report, render_markdown, render_terminal, to_json
+
+GOLDEN = os.path.join(HERE, "golden")
+PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
+
+
+def info(fn, fl, lines):
+    return {"file": fl, "function": fn, "line": None, "via": None,
+            "lines": {str(k): v for k, v in lines.items()}}
+
+
+def site(fn, n, lines=None, fl="main.ml"):
+    return f"{fn} @ {fl}", (n, info(fn, fl, lines or {10: n}))
+
+
+def bench(name, base: dict, cur: dict, e=3e-4):
+    rows = verdict.stats.site_rows(name, "alloc", cur, base, sum(v[0] for v in cur.values()),
+                                   sum(v[0] for v in base.values()), e, e, PARAMS)
+    gc = {"minor_words": 1e6, "promoted_words": 1e4, "major_words": 2e4}
+    return {"name": name, "settings": dict(PARAMS), "notes": [], "overhead": None,
+            "alloc": rows, "live": [], "gc": verdict.stats.gc_compare(gc, gc, 0.01, 0.1),
+            "checks": {c: {"outcome": "passed", "message": ""}
+                       for c in ("alloc_sites", "live", "gc_totals")}}
+
+
+def fixed_report() -> dict:
+    rep = new_report("compare")
+    base = dict([site("Main.grow", 20000), site("Main.shrink", 10000), site("Main.steady", 30000),
+                 site("Main.old_name", 5000, {40: 5000})])
+    cur = dict([site("Main.grow", 26000), site("Main.shrink", 7000), site("Main.steady", 30050),
+                site("Main.new_name", 5000, {40: 5000}), site("Main.fresh", 3000, {77: 3000})])
+    rep["benchmarks"]["changed"] = bench("changed", base, cur)
+    same = dict([site("Quiet.a", 1000), site("Quiet.b", 500)])
+    rep["benchmarks"]["identical"] = bench("identical", same, same)
+    rep["benchmarks"]["identical"]["overhead"] = {
+        "estimate": 0.021, "ci_low": -0.01, "ci_high": 0.05, "p_value": 0.5, "runs": 5,
+        "threshold": 0.10, "basis": "budget"}
+    verdict.finalize(rep)
+    rep["verdict"] = verdict.verdict(rep)
+    return rep
+
+
+RENDERINGS = {"report.txt": lambda r: render_terminal(r),
+              "report-verbose.txt": lambda r: render_terminal(r, verbose=True),
+              "report.md": render_markdown, "report.json": to_json}
+
+
+@pytest.mark.parametrize("name", sorted(RENDERINGS))
+def test_golden(name):
+    got = RENDERINGS[name](fixed_report())
+    path = os.path.join(GOLDEN, name)
+    if os.environ.get("MEMPROF_CI_UPDATE_GOLDEN") == "1":
+        os.makedirs(GOLDEN, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(got)
+    with open(path, encoding="utf-8") as fh:
+        want = fh.read()
+    assert got == want, (f"{name} differs from {path}; if intended, regenerate with "
+                         f"MEMPROF_CI_UPDATE_GOLDEN=1 (see this file's docstring)")
+
+
+def test_fixed_comparison_has_each_kind_of_row():
+    rep = fixed_report()
+    rows = {r["site"]: r for r in rep["benchmarks"]["changed"]["alloc"]}
+    assert rows["Main.grow @ main.ml"]["status"] == "regression"
+    assert rows["Main.shrink @ main.ml"]["status"] == "improvement"
+    assert rows["Main.fresh @ main.ml"]["status"] == "regression"
+    assert rows["Main.fresh @ main.ml"]["baseline_samples"] == 0
+    assert rows["Main.steady @ main.ml"]["status"] == "~"
+    assert rows["Main.new_name @ main.ml"]["renamed_from"] == "Main.old_name @ main.ml"
+    assert rows["Main.new_name @ main.ml"]["status"] == "~"
+    assert rep["verdict"]["exit_code"] == 1
+
+
+def test_terminal_shows_site_tables_only_for_significant_changes():
+    text = render_terminal(fixed_report())
+    assert "changed: top sites" in text and "identical:" not in text.split("overhead")[-1]
+    verbose = render_terminal(fixed_report(), verbose=True)
+    assert "identical: sites by current allocation" in verbose
+
+
+def test_identical_comparison_prints_headline_and_status_table_only():
+    rep = fixed_report()
+    del rep["benchmarks"]["changed"]
+    verdict.finalize(rep)
+    rep["verdict"] = verdict.verdict(rep)
+    lines = render_terminal(rep).splitlines()
+    assert lines[0] == "memprof-ci: no regression in 1 benchmark(s)"
+    assert lines[1:] == ["", "benchmark  alloc_sites  gc_totals  live  overhead",
+                         lines[3], lines[4]] and lines[4].startswith("identical  ok")
+
+
+def test_verbose_lists_every_site_of_every_benchmark():
+    rep = new_report("compare")
+    many = dict(site(f"Many.f{i:02d}", 1000 + i) for i in range(40))
+    rep["benchmarks"]["many"] = bench("many", many, many)
+    verdict.finalize(rep)
+    rep["verdict"] = verdict.verdict(rep)
+    assert "Many.f" not in render_terminal(rep)
+    verbose = render_terminal(rep, verbose=True)
+    assert all(f"Many.f{i:02d} @ main.ml" in verbose for i in range(40))
