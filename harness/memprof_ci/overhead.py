@@ -7,9 +7,12 @@ block of "off" runs followed by a block of "on" runs would charge any
 change of load to profiling. So each of `overhead_runs` rounds is one
 hyperfine call timing one run of each, back to back, in alternating
 order, and the overhead is judged on the per-round ratios
-(stats.paired_overhead_interval, stats.overhead_sign_test). Single runs
-here swing by +-20%, so a few rounds can all land over the budget by
-chance: rounds that look over budget are followed by confirmation rounds.
+(stats.paired_overhead_interval, stats.overhead_sign_test) of CPU time
+(user + system, as hyperfine reads them from the kernel): the wall time of
+one run swings by 20-45% with the machine's other load (one paired run of
+sandmark's kb read +46.1% wall for +6.8% CPU), the CPU time a run needs
+much less. The wall-time ratio is reported beside it. Rounds that look
+over the threshold are followed by confirmation rounds.
 Invariants: a missing hyperfine or a failing command raises InfraError,
 never a verdict; a regression is only an exact sign test over all rounds
 significant at alpha divided by the number of overhead checks in the run
@@ -72,7 +75,7 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
         off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
         on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
             bench.rate, bench.seeds[0], bench.frames, prof), *bench.command])
-        t_off, t_on = [], []
+        t_off, t_on, w_off, w_on = [], [], [], []
 
         def rounds(count):
             for _ in range(count):
@@ -83,8 +86,10 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
                 for name, command in pair:
                     cmd += ["-n", name, command]
                 times = _hyperfine(bench, cmd, js)
-                t_off.append(times["off"])
-                t_on.append(times["on"])
+                t_off.append(times["off"][1])
+                t_on.append(times["on"][1])
+                w_off.append(times["off"][0])
+                w_on.append(times["on"][0])
 
         rounds(bench.overhead_runs)
         screened = paired_overhead_interval(t_on, t_off)[1] > threshold
@@ -97,15 +102,18 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
             "first_rounds": bench.overhead_runs, "threshold": threshold,
             "confirmation_runs": len(t_on) - bench.overhead_runs,
             "above_budget": above, "p_value": p, "level": level, "screened": screened,
-            "median_off_s": float(sorted(t_off)[len(t_off) // 2]),
-            "median_on_s": float(sorted(t_on)[len(t_on) // 2]),
-            "method": f"median of {len(t_on)} paired back-to-back ratios, "
+            "median_off_s": float(sorted(w_off)[len(w_off) // 2]),
+            "median_on_s": float(sorted(w_on)[len(w_on) // 2]),
+            "wall_estimate": paired_overhead_interval(w_on, w_off)[0],
+            "method": f"CPU time (user + system); median of {len(t_on)} paired back-to-back "
+                      f"ratios, "
                       f"sign-test interval ({coverage:.1%} coverage); over budget "
                       f"only if the sign test's p <= alpha / {max(1, family_size)}"}
 
 
 def _hyperfine(bench, cmd: list, js: str) -> dict:
-    """One hyperfine call; returns {name: wall seconds of its single run}."""
+    """One hyperfine call; returns {name: (wall, CPU) seconds of its single
+    run}, CPU being user + system time."""
     timeout = bench.timeout * 2 + 60
     try:
         r = subprocess.run(cmd, cwd=bench.cwd, env=bench_env(bench),
@@ -120,7 +128,12 @@ def _hyperfine(bench, cmd: list, js: str) -> dict:
                          f"{r.returncode}): {tail}")
     try:
         with open(js) as fh:
-            return {x["command"]: x["times"][0] for x in json.load(fh)["results"]}
+            out = {}
+            for x in json.load(fh)["results"]:
+                # rusage has a resolution: a run never costs less than 0.1 ms.
+                cpu = max(float(x["user"]) + float(x["system"]), 1e-4)
+                out[x["command"]] = (float(x["times"][0]), cpu)
+            return out
     except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
         raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
 

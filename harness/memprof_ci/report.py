@@ -186,6 +186,8 @@ def _overhead_cell(b: dict, md: bool = False) -> str:
     s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
     if o.get("p_value") is not None:
         s += f" p={o['p_value']:.2g} n={o['runs']}"
+    if o.get("wall_estimate") is not None:
+        s += f" (wall {o['wall_estimate'] * 100:+.1f}%)"
     if o.get("threshold") is not None:
         basis = ("baseline up to {:+.1f}% + tolerance".format(o["baseline_ci_high"] * 100)
                  if o.get("basis") == "baseline" and o.get("baseline_ci_high") is not None

@@ -1,6 +1,6 @@
 """A stand-in for an OCaml benchmark built with the memprof-ci runtime.
 
-Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--no-profile]
+Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--work S] [--no-profile]
                    [--garbage] [--version V] [--count FILE]
                    [--slow-when-profiled S] [--slow-first-timed N FILE [--burst S]]
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
@@ -41,6 +41,13 @@ class Rng:
         return sum(self.r.random() < q for _ in range(n))
 
 
+def spin(seconds):
+    """Use `seconds` of CPU time (the overhead check times CPU, not wall)."""
+    t0 = time.process_time()
+    while time.process_time() - t0 < seconds:
+        pass
+
+
 def frame(f):
     fn, fl, ln = f
     return {"file": fl, "line": ln, "col_start": None if ln is None else 2,
@@ -53,6 +60,8 @@ def main():
     opts = args[1:]
     if "--sleep" in opts:
         time.sleep(float(opts[opts.index("--sleep") + 1]))
+    if "--work" in opts:
+        spin(float(opts[opts.index("--work") + 1]))
     if "--crash" in opts:
         sys.stderr.write("Fatal error: exception Not_found\n")
         os.abort()
@@ -64,7 +73,7 @@ def main():
         with open(opts[opts.index("--count") + 1], "a") as fh:
             fh.write(f"{env}\n")
     if env and "--slow-when-profiled" in opts:
-        time.sleep(float(opts[opts.index("--slow-when-profiled") + 1]))
+        spin(float(opts[opts.index("--slow-when-profiled") + 1]))
     if env and "--slow-first-timed" in opts and ".overhead.json" in env:
         # Slow only in the first N profiled runs of the overhead timing,
         # counted in FILE: a burst of load that confirmation rounds outlast.
@@ -75,7 +84,7 @@ def main():
             seen = len(fh.read().splitlines())
             fh.write("run\n")
         if seen < first:
-            time.sleep(float(opts[opts.index("--burst") + 1]) if "--burst" in opts else 0.3)
+            spin(float(opts[opts.index("--burst") + 1]) if "--burst" in opts else 0.3)
     if not env or "--no-profile" in opts:
         return
     cfg = dict(kv.split("=", 1) for kv in env.split(","))

@@ -272,12 +272,12 @@ def test_update_is_atomic_and_locked(tmp_path):
 
 def test_overhead_check(tmp_path):
     project(tmp_path, [
-        # 0.2 s of steady work keeps the paired ratios close to 1 on a busy
-        # machine; "slow" spends 0.3 s more when profiled.
+        # 0.2 s of CPU work keeps the paired ratios close to 1; "slow"
+        # spends 0.3 s more CPU when profiled.
         {"name": "cheap", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 5.0,
-         "args": ["--sleep", "0.2"]},
+         "args": ["--work", "0.2"]},
         {"name": "slow", "spec": {"sites": spec_sites([1e5])},
-         "args": ["--sleep", "0.2", "--slow-when-profiled", "0.3"]}],
+         "args": ["--work", "0.2", "--slow-when-profiled", "0.3"]}],
         defaults={"overhead_runs": 3})
     env_patch = {"MEMPROF_CI_PATCH_ID": "patch-abc"}
     r = subprocess.run([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
@@ -311,11 +311,11 @@ def test_overhead_burst_is_outlasted_by_confirmation_rounds(tmp_path):
     the confirmation rounds, which it was not slow in, are counted."""
     counter = tmp_path / "timed-runs"
     project(tmp_path, [
-        # 0.6 s of sleep keeps the ordinary rounds' ratios far from 1.5 on
-        # a busy machine; the burst adds 1.5 s (ratio about 3).
+        # 0.3 s of CPU work keeps the ordinary rounds' ratios far from 1.5;
+        # the burst adds 0.6 s of CPU (ratio about 3).
         {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 0.5,
-         "args": ["--sleep", "0.6", "--slow-first-timed", "3", str(counter),
-                  "--burst", "1.5"]}],
+         "args": ["--work", "0.3", "--slow-first-timed", "3", str(counter),
+                  "--burst", "0.6"]}],
         defaults={"overhead_runs": 3})
     update(tmp_path)
     r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",

@@ -2,8 +2,9 @@
 profiling significantly costlier than the baseline recorded, and the absolute
 budget is enforced when baselines are recorded.
 
-fakebench plays a program that sleeps `--sleep` seconds and `--slow-when-
-profiled` more seconds when profiled, so its overhead is known by design.
+fakebench plays a program that uses `--work` seconds of CPU and `--slow-when-
+profiled` more when profiled, so its overhead (the check times CPU) is known
+by design.
 """
 
 import json
@@ -16,7 +17,7 @@ from memprof_ci import overhead
 
 def slow_project(tmp_path, extra_when_profiled):
     return project(tmp_path, [{"name": "costly", "spec": {"sites": spec_sites([1e5])},
-                               "args": ["--sleep", "0.2", "--slow-when-profiled",
+                               "args": ["--work", "0.2", "--slow-when-profiled",
                                         str(extra_when_profiled)]}],
                    defaults={"overhead_runs": 5})
 
