@@ -9,7 +9,8 @@
  *    same question with one read-only walk of what is reachable, then
  *    hands the verdict to memprof (caml_memprof_judge_major), which
  *    reports unreachable blocks as collected exactly as a cycle end
- *    would.
+ *    would. Interface: caml/memprof_reach.h; the caller is
+ *    memprof_tracker.c, and weak.c sets the ephemeron flag.
  * 2. The walk follows the major GC's marking rules: roots are those the
  *    GC darkens at a cycle start (caml_do_roots without finalised
  *    values, caml_scan_global_roots), plus the values of
@@ -46,7 +47,7 @@
 #include "caml/finalise.h"
 #include "caml/globroots.h"
 #include "caml/memprof.h"
-#include "caml/memprof_env.h"
+#include "caml/memprof_reach.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
 #include "caml/roots.h"

@@ -1,4 +1,4 @@
-"""Where the profile is written (memprof_tracker.c, design 5): a name
+"""Where the profile is written (memprof_outfile.c, design 1-3): a name
 planted where the temporary file goes is never written through, a
 symlink at `out` is replaced rather than followed to a regular file,
 and an existing non-regular `out` is still written in place."""

@@ -1,6 +1,14 @@
 /* memprof-ci: the OCAMLMEMPROF setting of the patched runtime (its
  * syntax and struct caml_memprof_env: memprof_env_parse.h).
  *
+ * 1. Read and parsed once, on the first call (memprof_env.c, design
+ *    there), which memprof.c arranges to be the creation of the main
+ *    domain, before any OCaml code; the result never changes, so later
+ *    calls from any thread read it without a lock.
+ * 2. Users: memprof.c (seed), memprof_tracker.c and memprof_profile.c
+ *    (rate, frames, out, live). The tracker's own interface is
+ *    caml/memprof_tracker.h, the exit-time walk's caml/memprof_reach.h.
+ *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -11,7 +19,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "camlatomic.h"
 #include "memprof_env_parse.h"
 #include "misc.h"
 
@@ -19,21 +26,6 @@
  * created, before any OCaml code). A malformed value prints one line
  * naming the variable, key and value on stderr and exits with 2. */
 const struct caml_memprof_env *caml_memprof_env(void);
-
-/* The built-in tracker (memprof_tracker.c). `start` runs just before
- * the program's first module initialiser; `finish` at exit, once,
- * returns the exit status to use: `retcode`, or 2 when the profile
- * could not be written and `retcode` was 0. */
-void caml_memprof_tracker_start(void);
-int caml_memprof_tracker_finish(int retcode);
-
-/* Exit-time reachability (memprof_reach.c). `judge_by_reachability`
- * decides which tracked blocks are live at exit by walking the heap,
- * and returns false, having changed nothing, when it cannot be exact
- * (several domains running, ephemerons created: weak.c sets the flag)
- * or runs out of memory; the caller then lets major cycles decide. */
-extern atomic_uintnat caml_memprof_ephemerons_created;
-bool caml_memprof_judge_by_reachability(void);
 
 #endif /* CAML_INTERNALS */
 

@@ -1,0 +1,27 @@
+/* memprof-ci: the built-in tracker's hooks in the runtime.
+ *
+ * 1. With OCAMLMEMPROF=rate=... (caml/memprof_env.h) the runtime
+ *    profiles the whole program with the C tracker of
+ *    memprof_tracker.c (design there) and writes the profile at exit.
+ *    Without it, both calls below do nothing.
+ * 2. `start` runs just before the program's first module initialiser
+ *    (startup_nat.c, startup_byt.c), on the main domain, once.
+ *    `finish` runs at exit (sys.c's caml_do_exit, printexc.c's fatal
+ *    uncaught exception); only its first call does anything, whichever
+ *    thread makes it. It returns the exit status to use: `retcode`, or
+ *    2 when the profile could not be written and `retcode` was 0.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#ifndef CAML_MEMPROF_TRACKER_H
+#define CAML_MEMPROF_TRACKER_H
+
+#ifdef CAML_INTERNALS
+
+void caml_memprof_tracker_start(void);
+int caml_memprof_tracker_finish(int retcode);
+
+#endif /* CAML_INTERNALS */
+
+#endif /* CAML_MEMPROF_TRACKER_H */

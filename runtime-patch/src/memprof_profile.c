@@ -1,0 +1,221 @@
+/* memprof-ci: the built-in tracker's profile document.
+ *
+ * 1. What: caml/memprof_profile.h. Relies on memprof_frames.c (slots
+ *    to ranked frame objects) and memprof_jsonbuf.c (the output
+ *    buffer); the tracker (memprof_tracker.c) supplies the stacks and
+ *    memprof_outfile.c the streaming buffer.
+ * 2. Each distinct slot of every stack is resolved once, outside any
+ *    lock; the frame objects are ranked once all are known. A stack
+ *    becomes its sequence of frame ranks (all in one arena), and
+ *    stacks are sorted by it, which is the order of their JSON frame
+ *    texts. Stacks whose slots differ but resolve to the same frames
+ *    are then adjacent, and merged by adding their counts.
+ * 3. The document: header (format, version, OCaml version, backend,
+ *    argv), config (rate, seed, frames), gc, totals (the sums over
+ *    stacks), then one line per stack with its counts and frames. The
+ *    counts of a stack are assembled in a local line and added at once
+ *    (there is one stack per sample at worst); frames are copies of
+ *    the frame objects' stored texts.
+ *
+ * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
+ * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
+
+#define CAML_INTERNALS
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "caml/mlvalues.h"
+#include "caml/camlatomic.h"
+#include "caml/domain_state.h"
+#include "caml/gc_ctrl.h"
+#include "caml/gc_stats.h"
+#include "caml/major_gc.h"
+#include "caml/memprof_env.h"
+#include "caml/memprof_frames.h"
+#include "caml/memprof_jsonbuf.h"
+#include "caml/memprof_profile.h"
+#include "caml/minor_gc.h"
+#include "caml/shared_heap.h"
+#include "caml/version.h"
+
+#define N_COUNTS CAML_MEMPROF_N_COUNTS
+
+/* `"key":` of each count, in schema order; live_samples (derived) last. */
+static const char *const count_keys[N_COUNTS + 1] = {
+  "\"blocks\":", "\"samples\":", "\"words\":",
+  "\"minor_samples\":", "\"major_samples\":", "\"marshal_samples\":",
+  "\"custom_samples\":", "\"promoted_samples\":",
+  "\"collected_samples\":", "\"live_samples\":",
+};
+
+struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
+{
+  struct gc_stats s;
+  caml_compute_gc_stats(&s);
+  struct caml_memprof_gc_totals g;
+  g.minor_words = s.alloc_stats.minor_words
+    + (uintnat)(Caml_state->young_end - Caml_state->young_ptr);
+  g.promoted_words = s.alloc_stats.promoted_words;
+  g.major_words = s.alloc_stats.major_words + Caml_state->allocated_words;
+  g.minor_collections = atomic_load(&caml_minor_collections_count);
+  g.major_collections = caml_major_cycles_completed;
+  g.compactions = atomic_load(&caml_compactions_count);
+  return g;
+}
+
+struct resolved { uint32_t *ranks; size_t n; uintnat count[N_COUNTS]; };
+
+static int by_frames(const void *a, const void *b)
+{
+  const struct resolved *x = a, *y = b;
+  size_t n = x->n < y->n ? x->n : y->n;
+  for (size_t i = 0; i < n; i++) {
+    if (x->ranks[i] != y->ranks[i]) return x->ranks[i] < y->ranks[i] ? -1 : 1;
+  }
+  return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* The counts of one stack as `"key":n,...` (design 3). */
+static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
+{
+  uintnat samples = count[CAML_MEMPROF_COUNT_SAMPLES];
+  uintnat collected = count[CAML_MEMPROF_COUNT_COLLECTED];
+  uintnat live = samples >= collected ? samples - collected : 0;
+  char line[512];
+  char *p = line;
+  for (int c = 0; c <= N_COUNTS; c++) {
+    uintnat v = c < N_COUNTS ? count[c] : live;
+    if (c) *p++ = ',';
+    size_t k = strlen(count_keys[c]);
+    memcpy(p, count_keys[c], k);
+    p += k;
+    char digits[CAML_MEMPROF_UINT_DIGITS];
+    char *d = caml_memprof_uint_digits(digits, v);
+    memcpy(p, d, digits + CAML_MEMPROF_UINT_DIGITS - d);
+    p += digits + CAML_MEMPROF_UINT_DIGITS - d;
+  }
+  caml_memprof_buf_add(b, line, p - line);
+}
+
+/* The stacks, resolved, sorted and merged (design 2): `*n_out` of
+ * them, or NULL when out of memory. Rank arrays live in `*arena` (one
+ * allocation); `*texts` holds the frame texts by rank. */
+static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
+                                       size_t n, size_t *n_out,
+                                       uint32_t **arena,
+                                       struct caml_memprof_frame_text **texts)
+{
+  struct resolved *rs = calloc(n ? n : 1, sizeof *rs);
+  size_t nslots = 0, total = 0;
+  bool ok = rs != NULL;
+  for (size_t i = 0; ok && i < n; i++) nslots += st[i].nslots;
+  const struct caml_memprof_slot_frames **sfs =
+    ok ? malloc((nslots ? nslots : 1) * sizeof *sfs) : NULL;
+  if (sfs == NULL) ok = false;
+  for (size_t i = 0, at = 0; ok && i < n; at += st[i].nslots, i++) {
+    size_t frames =
+      caml_memprof_resolve_slots(st[i].slots, st[i].nslots, &sfs[at]);
+    if (frames == SIZE_MAX) ok = false; else total += frames;
+  }
+  *texts = ok ? caml_memprof_rank_frames() : NULL;
+  *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
+  if (*texts == NULL || *arena == NULL) ok = false;
+  uint32_t *next = *arena;
+  for (size_t i = 0, at = 0; ok && i < n; i++) {
+    const uintnat *count = st[i].count;
+    memcpy(rs[i].count, count, sizeof rs[i].count);
+    rs[i].count[CAML_MEMPROF_COUNT_SAMPLES] = count[CAML_MEMPROF_COUNT_MINOR]
+      + count[CAML_MEMPROF_COUNT_MAJOR] + count[CAML_MEMPROF_COUNT_CUSTOM];
+    rs[i].ranks = next;
+    rs[i].n = caml_memprof_slots_ranks(&sfs[at], st[i].nslots, next);
+    next += rs[i].n;
+    at += st[i].nslots;
+  }
+  free(sfs);
+  if (!ok) {
+    free(rs);
+    free(*arena);
+    free(*texts);
+    *arena = NULL;
+    *texts = NULL;
+    return NULL;
+  }
+
+  qsort(rs, n, sizeof *rs, by_frames);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (m > 0 && by_frames(&rs[m - 1], &rs[i]) == 0) {
+      for (int c = 0; c < N_COUNTS; c++) rs[m - 1].count[c] += rs[i].count[c];
+    } else {
+      rs[m++] = rs[i];
+    }
+  }
+  *n_out = m;
+  return rs;
+}
+
+bool caml_memprof_render_profile(struct caml_memprof_buf *b,
+                                 const struct caml_memprof_profile *p)
+{
+  const struct caml_memprof_env *env = caml_memprof_env();
+  const struct caml_memprof_gc_totals *g = p->gc;
+  size_t n;
+  uint32_t *arena;
+  struct caml_memprof_frame_text *texts;
+  struct resolved *rs =
+    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts);
+  if (rs == NULL) return false;
+
+  uintnat total[N_COUNTS] = { 0 };
+  for (size_t i = 0; i < n; i++)
+    for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i].count[c];
+
+  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+                       "\"ocaml_version\":");
+  caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
+#ifdef NATIVE_CODE
+  caml_memprof_buf_lit(b, ",\"backend\":\"native\",\"argv\":[");
+#else
+  caml_memprof_buf_lit(b, ",\"backend\":\"bytecode\",\"argv\":[");
+#endif
+  for (size_t i = 0; i < p->argc; i++) {
+    if (i) caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_json_string(b, p->argv[i]);
+  }
+  caml_memprof_buf_printf(b, "],\n\"config\":{\"rate\":%.17g,\"seed\":",
+                          env->rate);
+  if (env->seeded) {
+    caml_memprof_buf_printf(b, "%llu", (unsigned long long)env->seed);
+  } else {
+    caml_memprof_buf_lit(b, "null");
+  }
+  caml_memprof_buf_printf(b, ",\"frames\":%ld},\n", (long)env->frames);
+  caml_memprof_buf_lit(b, "\"gc\":{");
+  caml_memprof_buf_field(b, true, "minor_words", g->minor_words);
+  caml_memprof_buf_field(b, false, "promoted_words", g->promoted_words);
+  caml_memprof_buf_field(b, false, "major_words", g->major_words);
+  caml_memprof_buf_field(b, false, "minor_collections", g->minor_collections);
+  caml_memprof_buf_field(b, false, "major_collections", g->major_collections);
+  caml_memprof_buf_field(b, false, "compactions", g->compactions);
+  caml_memprof_buf_lit(b, "},\n");
+  caml_memprof_buf_lit(b, "\"totals\":{");
+  add_counts(b, total);
+  caml_memprof_buf_lit(b, "},\n\"stacks\":[");
+  for (size_t i = 0; i < n; i++) {
+    caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
+    add_counts(b, rs[i].count);
+    caml_memprof_buf_lit(b, ",\"frames\":[");
+    for (size_t f = 0; f < rs[i].n; f++) {
+      const struct caml_memprof_frame_text *o = &texts[rs[i].ranks[f]];
+      if (f) caml_memprof_buf_lit(b, ",");
+      caml_memprof_buf_add(b, o->json, o->len);
+    }
+    caml_memprof_buf_lit(b, "]}");
+  }
+  caml_memprof_buf_lit(b, "\n]}\n");
+  free(texts);
+  free(rs);
+  free(arena);
+  return true;
+}
