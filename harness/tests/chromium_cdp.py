@@ -166,3 +166,14 @@ class Browser:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def check_screenshot(shot, name):
+    """A screenshot that shows something (a blank page is a few KB), moved
+    to $MEMPROF_CI_SCREENSHOT_DIR/name when that is set, for a person to
+    look at."""
+    assert os.path.getsize(shot) > 10_000
+    keep = os.environ.get("MEMPROF_CI_SCREENSHOT_DIR")
+    if keep:
+        os.makedirs(keep, exist_ok=True)
+        os.replace(shot, os.path.join(keep, name))

@@ -93,7 +93,7 @@ def test_report_is_self_contained_and_hostile_names_stay_text(regressed):
 
 
 def test_regressed_site_is_marked_and_drawn_in_chromium(regressed, tmp_path):
-    from chromium_cdp import Browser
+    from chromium_cdp import Browser, check_screenshot
     with Browser() as br:
         br.open(str(regressed))
         assert br.eval("document.body.getAttribute('data-ready')") == "1"
@@ -128,11 +128,7 @@ def test_regressed_site_is_marked_and_drawn_in_chromium(regressed, tmp_path):
         shot = br.screenshot(str(tmp_path / "report.png"))
         br.settle()
         assert br.errors == []
-    assert os.path.getsize(shot) > 10_000
-    keep = os.environ.get("MEMPROF_CI_SCREENSHOT_DIR")
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        os.replace(shot, os.path.join(keep, "report-regression.png"))
+    check_screenshot(shot, "report-regression.png")
 
 
 def test_console_errors_are_seen(tmp_path):
