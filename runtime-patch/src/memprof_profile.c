@@ -10,12 +10,13 @@
  *    stacks are sorted by it, which is the order of their JSON frame
  *    texts. Stacks whose slots differ but resolve to the same frames
  *    are then adjacent, and merged by adding their counts.
- * 3. The document: header (format, version, OCaml version, backend,
- *    argv), config (rate, seed, frames), gc, totals (the sums over
- *    stacks), then one line per stack with its counts and frames. The
- *    counts of a stack are assembled in a local line and added at once
- *    (there is one stack per sample at worst); frames are copies of
- *    the frame objects' stored texts.
+ * 3. The document (version 2): header (format, version, OCaml
+ *    version, backend, argv), config (rate, seed, frames), gc, totals
+ *    (the sums over stacks), the frame table (every frame object once,
+ *    one per line, in rank order, so a frame's index is its rank), then
+ *    one line per stack with its counts and its frames as indices into
+ *    the table. The counts of a stack are assembled in a local line
+ *    and added at once (there is one stack per sample at worst).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -100,11 +101,12 @@ static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
 
 /* The stacks, resolved, sorted and merged (design 2): `*n_out` of
  * them, or NULL when out of memory. Rank arrays live in `*arena` (one
- * allocation); `*texts` holds the frame texts by rank. */
+ * allocation); `*texts` holds the `*ntexts` frame texts by rank. */
 static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
                                        size_t n, size_t *n_out,
                                        uint32_t **arena,
-                                       struct caml_memprof_frame_text **texts)
+                                       struct caml_memprof_frame_text **texts,
+                                       size_t *ntexts)
 {
   struct resolved *rs = calloc(n ? n : 1, sizeof *rs);
   size_t nslots = 0, total = 0;
@@ -118,7 +120,7 @@ static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
       caml_memprof_resolve_slots(st[i].slots, st[i].nslots, &sfs[at]);
     if (frames == SIZE_MAX) ok = false; else total += frames;
   }
-  *texts = ok ? caml_memprof_rank_frames() : NULL;
+  *texts = ok ? caml_memprof_rank_frames(ntexts) : NULL;
   *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
   if (*texts == NULL || *arena == NULL) ok = false;
   uint32_t *next = *arena;
@@ -160,18 +162,18 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
 {
   const struct caml_memprof_env *env = caml_memprof_env();
   const struct caml_memprof_gc_totals *g = p->gc;
-  size_t n;
+  size_t n, ntexts = 0;
   uint32_t *arena;
   struct caml_memprof_frame_text *texts;
   struct resolved *rs =
-    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts);
+    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts, &ntexts);
   if (rs == NULL) return false;
 
   uintnat total[N_COUNTS] = { 0 };
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i].count[c];
 
-  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
                        "\"ocaml_version\":");
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
@@ -201,15 +203,21 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_lit(b, "},\n");
   caml_memprof_buf_lit(b, "\"totals\":{");
   add_counts(b, total);
-  caml_memprof_buf_lit(b, "},\n\"stacks\":[");
+  caml_memprof_buf_lit(b, "},\n\"frame_table\":[");
+  for (size_t r = 0; r < ntexts; r++) {
+    caml_memprof_buf_add(b, r ? ",\n" : "\n", r ? 2 : 1);
+    caml_memprof_buf_add(b, texts[r].json, texts[r].len);
+  }
+  caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
   for (size_t i = 0; i < n; i++) {
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
     add_counts(b, rs[i].count);
     caml_memprof_buf_lit(b, ",\"frames\":[");
     for (size_t f = 0; f < rs[i].n; f++) {
-      const struct caml_memprof_frame_text *o = &texts[rs[i].ranks[f]];
-      if (f) caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_add(b, o->json, o->len);
+      char digits[CAML_MEMPROF_UINT_DIGITS + 1];
+      char *d = caml_memprof_uint_digits(digits + 1, rs[i].ranks[f]);
+      if (f) *--d = ',';
+      caml_memprof_buf_add(b, d, digits + 1 + CAML_MEMPROF_UINT_DIGITS - d);
     }
     caml_memprof_buf_lit(b, "]}");
   }

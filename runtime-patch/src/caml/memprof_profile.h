@@ -5,7 +5,7 @@
  *    totals and the program's argv to caml_memprof_render_profile,
  *    which resolves the stacks to source locations (memprof_frames.c),
  *    merges stacks that resolve alike, sorts them, and writes the JSON
- *    profile (runtime-patch/format/profile-format.md, version 1). The
+ *    profile (runtime-patch/format/profile-format.md, version 2). The
  *    document depends on nothing else (not on the order of the stacks
  *    given, nor on addresses), so equal runs give equal bytes.
  * 2. Counters: one per kind below, in the order of the format's keys.
