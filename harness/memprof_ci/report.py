@@ -81,6 +81,17 @@ def fmt_bytes(x) -> str:
     return f"{x:.1f}"
 
 
+def fmt_words(x, signed: bool = False) -> str:
+    """Words with a k/M/G prefix: `4.4 M words`, `+86.2 k words`."""
+    x = float(x)
+    sign = "+" if signed and x >= 0 else ("-" if x < 0 else "")
+    a = abs(x)
+    for unit, div in (("G ", 1e9), ("M ", 1e6), ("k ", 1e3)):
+        if a >= div:
+            return f"{sign}{a / div:.1f} {unit}words"
+    return f"{sign}{a:.0f} words"
+
+
 def fmt_pct(r) -> str:
     if r is None:
         return "inf"
