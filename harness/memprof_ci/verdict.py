@@ -339,12 +339,16 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
             "alloc": site_rows(name, "alloc", b, a, params),
             "live": site_rows(name, "live", b, a, params),
             "gc": stats.gc_compare(a.gc, b.gc, gc_tolerance, gc_timing_tolerance)}
+        if a.total_peak is not None and b.total_peak is not None:
+            r["peak"] = site_rows(name, "peak", b, a, params)
+            r["peak_summary"] = peak_summary(b, a)
         if a.rate != b.rate or a.runs != b.runs:
             r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
                               f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")
         gc_msg = gc_failure(name, r["gc"])
         r["checks"] = {"alloc_sites": {"outcome": "passed", "message": ""},
                        "live": {"outcome": "passed", "message": ""},
+                       **({"peak": {"outcome": "passed", "message": ""}} if "peak" in r else {}),
                        "gc_totals": {"outcome": "failed" if gc_msg else "passed",
                                      "message": gc_msg or ""}}
     finalize(rep)
