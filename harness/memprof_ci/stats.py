@@ -191,8 +191,10 @@ def apply_family(rows: list[dict], two_sided: bool = False) -> None:
 
 GC_COUNTERS = ("minor_words", "promoted_words", "major_words", "top_heap_words")
 # Counters that depend on when collections fall, not only on what is
-# allocated: exact for a single-domain program, but moved by the
-# interleaving of domains or systhreads (STATISTICS.md).
+# allocated: equal from seed to seed and with or without profiling for a
+# single-domain program, but moved by a few words of startup allocation
+# (the executable's path) or by how domains and systhreads interleave
+# (STATISTICS.md).
 GC_TIMING_COUNTERS = ("promoted_words", "major_words", "top_heap_words")
 
 

@@ -137,10 +137,10 @@ def _callers(agg: Aggregate, check: str) -> dict:
 
 
 def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
-    """The GC totals compared with the benchmark's tolerances: every counter
-    gets gc_tolerance unless the benchmark is declared nondeterministic, when
-    the counters that follow GC timing get gc_timing_tolerance."""
-    timing = bench.gc_timing_tolerance if bench.nondeterministic else bench.gc_tolerance
+    """The GC totals compared with the benchmark's tolerances: the counters
+    that follow GC timing get gc_timing_tolerance unless the benchmark is
+    declared gc_exact (STATISTICS.md)."""
+    timing = bench.gc_tolerance if bench.gc_exact else bench.gc_timing_tolerance
     return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, timing)
 
 
