@@ -289,6 +289,8 @@ class Context:
             r = self.result(name)
             r["proposed"] = (site_rows(name, "alloc", cur, prop, params)
                              + site_rows(name, "live", cur, prop, params))
+            if prop.total_peak is not None and cur.total_peak is not None:
+                r["proposed"] += site_rows(name, "peak", cur, prop, params)
             rows.extend(r["proposed"])
         V.decide_family(rows, two_sided=True)
 

@@ -305,11 +305,14 @@ def diff_baselines(trusted: dict, proposed: dict) -> dict:
             ps = p.sites[k].samples if k in p.sites else 0
             tl = t.sites[k].live_samples if k in t.sites else 0
             pl = p.sites[k].live_samples if k in p.sites else 0
-            if ts == ps and tl == pl:
+            tk = t.sites[k].peak_samples if k in t.sites else 0
+            pk = p.sites[k].peak_samples if k in p.sites else 0
+            if ts == ps and tl == pl and tk == pk:
                 continue
             tb, pb = t.bytes_of(ts), p.bytes_of(ps)
             sites.append({"site": k, "trusted_samples": ts, "proposed_samples": ps,
                           "trusted_live_samples": tl, "proposed_live_samples": pl,
+                          "trusted_peak_samples": tk, "proposed_peak_samples": pk,
                           "trusted_bytes": tb, "proposed_bytes": pb,
                           "ratio": (pb / tb) if tb else None})
         sites.sort(key=lambda s: (-abs(s["proposed_bytes"] - s["trusted_bytes"]), s["site"]))
