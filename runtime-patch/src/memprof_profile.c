@@ -15,8 +15,9 @@
  *    (the sums over stacks), the frame table (every frame object once,
  *    one per line, in rank order, so a frame's index is its rank), then
  *    one line per stack with its counts and its frames as indices into
- *    the table. The counts of a stack are assembled in a local line
- *    and added at once (there is one stack per sample at worst).
+ *    the table. The counts of a stack, and then its indices, are each
+ *    assembled in a local line and added at once (there is one stack
+ *    per sample at worst, so per-piece additions would dominate).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -42,13 +43,29 @@
 
 #define N_COUNTS CAML_MEMPROF_N_COUNTS
 
-/* `"key":` of each count, in schema order; live_samples (derived) last. */
-static const char *const count_keys[N_COUNTS + 1] = {
-  "\"blocks\":", "\"samples\":", "\"words\":",
-  "\"minor_samples\":", "\"major_samples\":", "\"marshal_samples\":",
-  "\"custom_samples\":", "\"promoted_samples\":",
-  "\"collected_samples\":", "\"peak_live_samples\":", "\"live_samples\":",
+/* `,"key":` of each count, in schema order; live_samples (derived)
+ * last. Each is padded to KEY_ROOM bytes so that it is copied with one
+ * fixed-size memcpy (inlined), and `len` bytes of it are kept; the
+ * first key is written without its comma. */
+#define KEY_ROOM 24
+static const struct { char s[KEY_ROOM]; unsigned char len; }
+  count_keys[N_COUNTS + 1] = {
+#define KEY(k) { ",\"" k "\":", sizeof(k) + 3 }
+  KEY("blocks"), KEY("samples"), KEY("words"),
+  KEY("minor_samples"), KEY("major_samples"), KEY("marshal_samples"),
+  KEY("custom_samples"), KEY("promoted_samples"),
+  KEY("collected_samples"), KEY("peak_live_samples"), KEY("live_samples"),
+#undef KEY
 };
+
+/* Write `v` in decimal at `p`; returns the end. */
+static char *put_uint(char *p, uintnat v)
+{
+  int n = 1;
+  for (uintnat t = v; t >= 10; t /= 10) n++;
+  for (char *q = p + n; q > p; v /= 10) *--q = (char)('0' + v % 10);
+  return p + n;
+}
 
 struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
 {
@@ -94,19 +111,42 @@ static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
   uintnat samples = count[CAML_MEMPROF_COUNT_SAMPLES];
   uintnat collected = count[CAML_MEMPROF_COUNT_COLLECTED];
   uintnat live = samples >= collected ? samples - collected : 0;
-  char line[512];
+  /* Room for every key and 20 digits each. */
+  char line[(N_COUNTS + 1) * (KEY_ROOM + 20) + 1];
   char *p = line;
-  for (int c = 0; c <= N_COUNTS; c++) {
-    uintnat v = c < N_COUNTS ? count[c] : live;
-    if (c) *p++ = ',';
-    size_t k = strlen(count_keys[c]);
-    memcpy(p, count_keys[c], k);
-    p += k;
-    char digits[CAML_MEMPROF_UINT_DIGITS];
-    char *d = caml_memprof_uint_digits(digits, v);
-    memcpy(p, d, digits + CAML_MEMPROF_UINT_DIGITS - d);
-    p += digits + CAML_MEMPROF_UINT_DIGITS - d;
+  memcpy(p, count_keys[0].s + 1, KEY_ROOM - 1);  /* no comma before it */
+  p = put_uint(p + count_keys[0].len - 1, count[0]);
+  for (int c = 1; c <= N_COUNTS; c++) {
+    memcpy(p, count_keys[c].s, KEY_ROOM);
+    p = put_uint(p + count_keys[c].len, c < N_COUNTS ? count[c] : live);
   }
+  caml_memprof_buf_add(b, line, p - line);
+}
+
+/* A stack's `,"frames":[i,j,...]}`: its frame ranks, which are the
+ * indices into the frame table, assembled in a local line added in
+ * pieces of at most its size (a stack has a few dozen frames). */
+static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
+                        size_t n)
+{
+  char line[512];
+  static const char head[] = ",\"frames\":[";
+  memcpy(line, head, sizeof head - 1);
+  char *p = line + sizeof head - 1;
+  for (size_t f = 0; f < n; f++) {
+    if (p + CAML_MEMPROF_UINT_DIGITS + 3 > line + sizeof line) {
+      caml_memprof_buf_add(b, line, p - line);
+      p = line;
+    }
+    if (f) *p++ = ',';
+    char digits[CAML_MEMPROF_UINT_DIGITS];
+    char *d = caml_memprof_uint_digits(digits, ranks[f]);
+    size_t k = digits + CAML_MEMPROF_UINT_DIGITS - d;
+    memcpy(p, d, k);
+    p += k;
+  }
+  *p++ = ']';
+  *p++ = '}';
   caml_memprof_buf_add(b, line, p - line);
 }
 
@@ -225,14 +265,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   for (size_t i = 0; i < n; i++) {
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
     add_counts(b, rs[i].count);
-    caml_memprof_buf_lit(b, ",\"frames\":[");
-    for (size_t f = 0; f < rs[i].n; f++) {
-      char digits[CAML_MEMPROF_UINT_DIGITS + 1];
-      char *d = caml_memprof_uint_digits(digits + 1, rs[i].ranks[f]);
-      if (f) *--d = ',';
-      caml_memprof_buf_add(b, d, digits + 1 + CAML_MEMPROF_UINT_DIGITS - d);
-    }
-    caml_memprof_buf_lit(b, "]}");
+    add_indices(b, rs[i].ranks, rs[i].n);
   }
   caml_memprof_buf_lit(b, "\n]}\n");
   free(texts);
