@@ -80,6 +80,23 @@ def test_frames_have_locations(build, tmp_path):
     assert f["col_end"] >= f["col_start"] >= 0
 
 
+def test_frame_table_holds_each_frame_once(build, tmp_path):
+    """Format 2: every distinct frame object once, in the byte order of its
+    JSON text, each used by some stack; stacks are index lists into it."""
+    _, raw, _ = profile(build("tracker_sites"), rate=1e-2, tmp=tmp_path)
+    lines = raw.decode().split("\n")
+    start = lines.index('"frame_table":[')
+    end = lines.index('],', start)
+    texts = [ln.rstrip(",") for ln in lines[start + 1:end]]
+    assert len(texts) > 3 and texts == sorted(texts, key=str.encode)
+    assert len(set(texts)) == len(texts)
+    doc = json.loads(raw)
+    assert doc["version"] == 2 and [json.loads(t) for t in texts] == doc["frame_table"]
+    used = {k for st in doc["stacks"] for k in st["frames"]}
+    assert used == set(range(len(texts)))
+    assert sum(len(st["frames"]) for st in doc["stacks"]) > len(texts)  # shared, not repeated
+
+
 def test_frames_limit(build, tmp_path):
     prof, _, _ = profile(build("tracker_sites"), rate=1e-2, frames=1, tmp=tmp_path)
     assert prof["config"]["frames"] == 1
