@@ -19,7 +19,7 @@ import operator
 import os
 from dataclasses import dataclass, field
 
-from . import validate
+from . import mdsafe, validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
@@ -113,6 +113,10 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
+    if version == 2 and "incomplete" in doc:
+        reason = validate.text(doc["incomplete"], f"{path}: incomplete")
+        raise InputError(f"{path}: incomplete profile, the run ended abnormally: "
+                         f"{mdsafe.printable(reason[:300])}; its counts cannot be judged")
     extra = sorted(set(doc) - set(keys))
     if extra:
         raise bad(f"unknown key(s) {', '.join(extra)}")

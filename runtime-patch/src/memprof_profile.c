@@ -11,7 +11,8 @@
  *    texts. Stacks whose slots differ but resolve to the same frames
  *    are then adjacent, and merged by adding their counts.
  * 3. The document (version 2): header (format, version, OCaml
- *    version, backend, argv), config (rate, seed, frames), gc, totals
+ *    version, backend, argv, and `incomplete` only for a run the
+ *    runtime ended abnormally), config (rate, seed, frames), gc, totals
  *    (the sums over stacks), the frame table (every frame object once,
  *    one per line, in rank order, so a frame's index is its rank), then
  *    one line per stack with its counts and its frames as indices into
@@ -236,7 +237,12 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
     if (i) caml_memprof_buf_lit(b, ",");
     caml_memprof_buf_json_string(b, p->argv[i]);
   }
-  caml_memprof_buf_printf(b, "],\n\"config\":{\"rate\":%.17g,\"seed\":",
+  caml_memprof_buf_lit(b, "]");
+  if (p->incomplete != NULL) {
+    caml_memprof_buf_lit(b, ",\"incomplete\":");
+    caml_memprof_buf_json_string(b, p->incomplete);
+  }
+  caml_memprof_buf_printf(b, ",\n\"config\":{\"rate\":%.17g,\"seed\":",
                           env->rate);
   if (env->seeded) {
     caml_memprof_buf_printf(b, "%llu", (unsigned long long)env->seed);

@@ -7,11 +7,13 @@ statmemprof tests (false failure rate about 1e-8 per check)."""
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from runtime_testlib import binomial_bound_ok, profile, read_profile, run, site_totals
+from runtime_testlib import ROOT, binomial_bound_ok, profile, read_profile, run, site_totals
 
 COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
           "marshal_samples", "custom_samples", "promoted_samples",
@@ -259,6 +261,33 @@ def test_exit_paths_write_profile(build, tmp_path, mode, status, backend):
     check_valid(prof)
     assert site_totals(prof)["Exits.work"] > 0
     assert not list(tmp_path.glob("*.tmp.*"))
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_unhandled_effect_exit_writes_incomplete_profile(build, tmp_path, backend):
+    """The runtime's own exit for an unhandled effect (Effect not linked)
+    writes the profile, marked incomplete with the reason, and keeps
+    status 2; the harness refuses to judge it."""
+    exe = build("unhandled_effect", backend=backend)
+    out = tmp_path / "p.json"
+    res = run(exe, memprof=f"rate=1e-2,seed=1,out={out}", check=False)
+    assert res.returncode == 2
+    assert "Fatal error: exception Effect.Unhandled" in res.stderr
+    prof = read_profile(out.read_bytes())
+    check_valid(prof)
+    assert "Effect.Unhandled" in prof["incomplete"]
+    assert site_totals(prof)["Unhandled_effect.work"] > 0
+    assert not list(tmp_path.glob("*.tmp.*"))
+    normal = read_profile(run(build("exits"), "normal", check=False,
+                              memprof=f"rate=1e-2,seed=1,out={tmp_path / 'n.json'}")
+                          and (tmp_path / "n.json").read_bytes())
+    assert "incomplete" not in normal
+    harness = subprocess.run([sys.executable, "-m", "memprof_ci", "compare", str(out), str(out)],
+                             env=dict(os.environ, PYTHONPATH=str(ROOT / "harness")),
+                             capture_output=True, text=True, timeout=120)
+    assert harness.returncode == 2, harness.stderr
+    assert "incomplete profile" in harness.stderr and "Effect.Unhandled" in harness.stderr
+    assert len(harness.stderr.strip().splitlines()) == 1
 
 
 def test_out_pid_expansion_and_default(build, tmp_path):

@@ -70,6 +70,8 @@ struct caml_memprof_profile {
   char *const *argv;                  /* argc strings; one that could not
                                          be copied is NULL (shown null) */
   size_t argc;
+  const char *incomplete;             /* why the run ended abnormally,
+                                         or NULL (memprof_tracker.h) */
 };
 
 /* Render the profile into `b`; false when out of memory. */
