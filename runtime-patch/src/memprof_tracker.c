@@ -25,7 +25,13 @@
  *    (runtime-patch/format/profile-format.md). The program's exit
  *    status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
- * 5. This file holds the sample path (sites, callbacks) and the
+ * 5. With trace= (memprof_ctf.c), each sampled block also goes into
+ *    the memtrace trace: memprof then keeps a malloc'd record of the
+ *    block's site and trace object id instead of the site itself,
+ *    freed when the block is collected; the profile is the same. The
+ *    trace is finished after the judgment of design 4, before the
+ *    profile is written (none without out=).
+ * 6. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
  *    memprof_outfile.c. Everything after the snapshot runs on the
@@ -47,6 +53,7 @@
 #include "caml/major_gc.h"
 #include "caml/memory.h"
 #include "caml/memprof.h"
+#include "caml/memprof_ctf.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_outfile.h"
 #include "caml/memprof_profile.h"
@@ -54,6 +61,7 @@
 #include "caml/memprof_tracker.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
+#include "caml/osdeps.h"
 #include "caml/platform.h"
 
 CAMLextern value caml_sys_argv(value unit);
@@ -182,11 +190,28 @@ Caml_inline void bump(struct site *s, int c, uintnat n)
 
 /**** The tracker's callbacks (called by memprof.c) ****/
 
+/* Design 5: set once at start, before any sample. */
+static bool tracing = false;
+struct traced { struct site *site; uint64_t id; };
+
+static value traced(struct traced *r, struct site *s, size_t samples,
+                    size_t wosize, int source, bool young,
+                    const backtrace_slot *callstack, size_t frames)
+{
+  int src = source == CAML_MEMPROF_SRC_CUSTOM ? CAML_MEMPROF_CTF_EXTERNAL
+    : young ? CAML_MEMPROF_CTF_MINOR : CAML_MEMPROF_CTF_MAJOR;
+  r->site = s;
+  r->id = caml_memprof_ctf_alloc(wosize, samples, src, callstack, frames);
+  return Val_ptr(r);
+}
+
 static value on_alloc(const struct caml_memprof_c_tracker *t,
                       size_t samples, size_t wosize, int source, bool young,
                       const backtrace_slot *callstack, size_t frames)
 {
   (void)t;
+  struct traced *r = NULL;
+  if (tracing && (r = malloc(sizeof *r)) == NULL) return Val_unit;
   /* Loops sample the same stack again and again: a thread's last site
    * is tried first, which needs neither hash nor probe. */
   static CAMLthread_local struct site *last_site = NULL;
@@ -194,7 +219,7 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   if (s == NULL || s->nslots != frames
       || !same_slots(s->slots, callstack, frames)) {
     s = site_of(callstack, frames);
-    if (s == NULL) return Val_unit;
+    if (s == NULL) { free(r); return Val_unit; }
     last_site = s;
   }
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1);
@@ -209,6 +234,8 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
       bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples);
     }
   }
+  if (r != NULL) return traced(r, s, samples, wosize, source, young,
+                               callstack, frames);
   return Val_ptr(s);
 }
 
@@ -216,14 +243,27 @@ static void on_promote(const struct caml_memprof_c_tracker *t,
                        value data, size_t samples)
 {
   (void)t;
-  bump(Ptr_val(data), CAML_MEMPROF_COUNT_PROMOTED, samples);
+  struct site *s = Ptr_val(data);
+  if (tracing) {
+    struct traced *r = Ptr_val(data);
+    caml_memprof_ctf_promote(r->id);
+    s = r->site;
+  }
+  bump(s, CAML_MEMPROF_COUNT_PROMOTED, samples);
 }
 
 static void on_dealloc(const struct caml_memprof_c_tracker *t,
                        value data, size_t samples)
 {
   (void)t;
-  bump(Ptr_val(data), CAML_MEMPROF_COUNT_COLLECTED, samples);
+  struct site *s = Ptr_val(data);
+  if (tracing) {
+    struct traced *r = Ptr_val(data);
+    caml_memprof_ctf_collect(r->id);
+    s = r->site;
+    free(r);
+  }
+  bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
 }
 
 static const struct caml_memprof_c_tracker tracker = {
@@ -236,6 +276,24 @@ static value profile = Val_unit;   /* generational global root */
 static char **argv_copy = NULL;
 static size_t argc_copy = 0;
 static atomic_uintnat finished = 0;
+
+/* A trace that cannot be created ends the program before it starts. */
+static void start_trace(const char *tmpl, double rate)
+{
+  char *path = caml_memprof_expand_out(tmpl);
+  char *exe = caml_executable_name();
+  int err = path == NULL ? ENOMEM
+    : caml_memprof_ctf_open(path, rate, exe ? exe
+                            : argc_copy ? argv_copy[0] : "");
+  if (err != 0) {
+    fprintf(stderr, "%s: cannot create the trace '%s': %s\n",
+            CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
+    exit(2);
+  }
+  caml_stat_free(exe);
+  free(path);
+  tracing = true;
+}
 
 void caml_memprof_tracker_start(void)
 {
@@ -250,6 +308,8 @@ void caml_memprof_tracker_start(void)
     argv_copy[i] = strdup(String_val(Field(argv, i)));
   }
   if (argv_copy == NULL) argc_copy = 0;
+
+  if (env->trace != NULL) start_trace(env->trace, env->rate);
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(
@@ -308,7 +368,16 @@ int caml_memprof_tracker_finish(int retcode)
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
 
+  if (tracing) {
+    int terr = caml_memprof_ctf_finish();
+    if (terr != 0) {
+      fprintf(stderr, "%s: cannot write the trace to '%s': %s\n",
+              CAML_MEMPROF_ENV_VAR, caml_memprof_ctf_path(), strerror(terr));
+      if (retcode == 0) retcode = 2;
+    }
+  }
   const char *tmpl = caml_memprof_env()->out;
+  if (tmpl == NULL) return retcode;
   char *path = caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &g);
   if (err != 0) {
