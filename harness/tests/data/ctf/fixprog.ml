@@ -1,0 +1,15 @@
+(* The program behind the memtrace fixtures (see README.md here): a
+   hash table and lists; with the argument "more" it also keeps a list
+   of boxed floats per step, an allocation regression. *)
+let () =
+  Memtrace.trace_if_requested ~context:"memprof-ci fixture" ();
+  let more = Array.length Sys.argv > 1 && Sys.argv.(1) = "more" in
+  let h = Hashtbl.create 16 in
+  let l = ref [] and extra = ref [] in
+  for i = 1 to 100_000 do
+    Hashtbl.replace h (i mod 5000) (string_of_int i);
+    l := (i, float_of_int i) :: !l;
+    if more then extra := [ float_of_int i; float_of_int (i + 1) ] :: !extra;
+    if i mod 1000 = 0 then (l := []; extra := [])
+  done;
+  Printf.printf "%d\n" (Hashtbl.length h)
