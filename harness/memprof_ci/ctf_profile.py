@@ -75,15 +75,25 @@ def _count(stacks: dict, objs: dict, ev: tuple, path: str) -> None:
         st["words"] += length if source == "external" else length + 1
         key = {"minor": "minor_samples", "major": "major_samples"}.get(source, "custom_samples")
         st[key] += nsamples
+        early = objs.pop(oid, (None, set()))[1]
         objs[oid] = (st, nsamples)
+        for k in sorted(early, reverse=True):     # promote, then collect
+            _count(stacks, objs, (k, oid, _dom), path)
         return
     _, oid, _dom = ev
-    rec = objs.get(oid) if kind == "promote" else objs.pop(oid, None)
-    if rec is None:
-        raise InputError(f"{path}: malformed memtrace trace: {kind} event for object "
-                         f"{oid}, which is not allocated (or already collected)")
+    rec = objs.get(oid)
+    if rec is None or rec[0] is None:
+        # Another domain's packet may come first: settled at its alloc.
+        early = objs.setdefault(oid, (None, set()))[1]
+        if kind in early:
+            raise InputError(f"{path}: malformed memtrace trace: object {oid} has "
+                             f"two {kind} events")
+        early.add(kind)
+        return
     st, nsamples = rec
     st["promoted_samples" if kind == "promote" else "collected_samples"] += nsamples
+    if kind == "collect":
+        del objs[oid]
 
 
 def load_ctf(path: str) -> Profile:
@@ -100,6 +110,10 @@ def load_ctf(path: str) -> Profile:
             _count(stacks, objs, ev, path)
     except ctf.CtfError as e:
         raise InputError(f"{path}: malformed memtrace trace: {e}") from None
+    orphan = next((k for k, v in objs.items() if v[0] is None), None)
+    if orphan is not None:
+        raise InputError(f"{path}: malformed memtrace trace: object {orphan} is promoted "
+                         f"or collected but never allocated")
     rate = info["sample_rate"]
     if not 0 < rate <= 1:
         raise InputError(f"{path}: malformed memtrace trace: sample rate {rate!r} "

@@ -23,10 +23,16 @@
  *    events; a whole packet is one write under the file lock. Memory
  *    is bounded: a packet, the cache, and at most 128 + frames
  *    awaited slots per domain.
- * 4. Object ids are global: each domain takes blocks of 10000 from a
+ * 4. A terminating domain flushes its writer once its last events are
+ *    written (caml_memprof_ctf_domain_done, from memprof.c when the
+ *    domain leaves statmemprof): the blocks it leaves are collected by
+ *    another domain, and those collect events must come after their
+ *    allocation in the file. A later domain with the same id carries
+ *    on with the writer.
+ * 5. Object ids are global: each domain takes blocks of 10000 from a
  *    shared counter; promote and collect events give the distance from
  *    the domain's last id. Timestamps never go back within a domain.
- * 5. The file is a temporary one beside the destination, created with
+ * 6. The file is a temporary one beside the destination, created with
  *    O_EXCL|O_NOFOLLOW (memprof_outfile.c), renamed into place by
  *    caml_memprof_ctf_finish. A forked child writes nothing and leaves
  *    the file to its parent. Blocks alive at the end get no collect.
@@ -215,6 +221,22 @@ static struct dom *lock_dom(void)
   return d;
 }
 
+static void unlock_dom(struct dom *d)
+{
+  caml_plat_unlock(&d->lock);
+}
+
+void caml_memprof_ctf_domain_done(void)
+{
+  size_t id = (size_t)Caml_state->id;
+  if (!caml_memprof_ctf_on() || id >= T.ndoms
+      || atomic_load_acquire(&T.doms[id]) == NULL) return;
+  struct dom *d = lock_dom();
+  if (d == NULL) return;
+  flush(d, d->t_end);
+  unlock_dom(d);
+}
+
 static void await_location(void *arg, backtrace_slot slot)
 {
   struct dom *d = arg;
@@ -279,7 +301,7 @@ uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int source,
   if (is_short) caml_ctf_put8(w, (unsigned)n);
   else caml_ctf_put16(w, (unsigned)n);
   w->pos = end;
-  caml_plat_unlock(&d->lock);
+  unlock_dom(d);
   return id;
 }
 
@@ -289,7 +311,7 @@ static void put_relative(unsigned code, uint64_t id)
   if (d == NULL) return;
   begin_event(d, code);
   caml_ctf_put_vint(&d->pkt, (int64_t)(d->id_next - 1 - id));
-  caml_plat_unlock(&d->lock);
+  unlock_dom(d);
 }
 
 void caml_memprof_ctf_promote(uint64_t id) { put_relative(EV_PROMOTE, id); }
@@ -319,7 +341,7 @@ static void write_info(double rate, const char *executable)
   begin_packet(&w, (uint16_t)Caml_state->id, NULL);
   put_event_header(&w, EV_INFO, T.start);
   caml_ctf_put64(&w, bits);
-  caml_ctf_put8(&w, sizeof(value));
+  caml_ctf_put8(&w, 8 * sizeof(value));     /* bits, as Sys.word_size */
   put_short_string(&w, executable);
   put_short_string(&w, host);
   put_short_string(&w, params);

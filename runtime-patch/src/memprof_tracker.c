@@ -61,7 +61,7 @@
 #include "caml/memprof_tracker.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
-#include "caml/osdeps.h"
+#include "caml/startup_aux.h"
 #include "caml/platform.h"
 
 CAMLextern value caml_sys_argv(value unit);
@@ -281,16 +281,14 @@ static atomic_uintnat finished = 0;
 static void start_trace(const char *tmpl, double rate)
 {
   char *path = caml_memprof_expand_out(tmpl);
-  char *exe = caml_executable_name();
+  const char *exe = caml_params->exe_name;   /* Sys.executable_name */
   int err = path == NULL ? ENOMEM
-    : caml_memprof_ctf_open(path, rate, exe ? exe
-                            : argc_copy ? argv_copy[0] : "");
+    : caml_memprof_ctf_open(path, rate, exe ? exe : "");
   if (err != 0) {
     fprintf(stderr, "%s: cannot create the trace '%s': %s\n",
             CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
     exit(2);
   }
-  caml_stat_free(exe);
   free(path);
   tracing = true;
 }

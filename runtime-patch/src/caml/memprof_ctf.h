@@ -43,6 +43,9 @@ uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int source,
 void caml_memprof_ctf_promote(uint64_t id);
 void caml_memprof_ctf_collect(uint64_t id);
 
+/* The current domain leaves statmemprof: flush its writer. */
+void caml_memprof_ctf_domain_done(void);
+
 /* Flush every domain's packet and rename the trace into place (once;
  * later events are dropped). Returns 0 or the first errno met. */
 int caml_memprof_ctf_finish(void);
