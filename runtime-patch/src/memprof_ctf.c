@@ -13,8 +13,10 @@
  * 2. One writer per domain (Caml_state->id), made on the domain's first
  *    event: its own packet buffer, backtrace cache, location coder and
  *    last stack, so the reader's per-domain state follows each stream.
- *    The callbacks of a domain run on that domain; the writer's lock
- *    only guards against the exiting thread flushing it meanwhile.
+ *    The callbacks of a domain run on that domain (never nested: the
+ *    writer allocates nothing on the OCaml heap); the writer's spin
+ *    lock, free of cost when uncontended, only guards against the
+ *    exiting thread flushing it meanwhile.
  * 3. A packet is flushed when it may not hold another event, when more
  *    than 128 slots await their location events, when its first
  *    timestamp is 30 s old (the 25-bit timestamps must not wrap), or
@@ -67,7 +69,7 @@ enum { EV_INFO = 0, EV_LOCATION = 1, EV_ALLOC = 2, EV_PROMOTE = 3,
        EV_COLLECT = 4, EV_SHORT_ALLOC = 100 };
 
 struct dom {
-  caml_plat_mutex lock;
+  atomic_uintnat busy;                 /* a spin lock (design 2) */
   uint16_t id;
   struct caml_ctf_buf pkt;
   uint64_t t_begin, t_end, id_start, id_next, id_last;
@@ -189,7 +191,6 @@ static struct dom *new_dom(uint16_t id)
     return NULL;
   }
   d->locbuf = lb;
-  caml_plat_mutex_init(&d->lock);
   d->id = id;
   d->pkt = (struct caml_ctf_buf){ b, 0, PKT_SIZE };
   d->t_begin = d->t_end = T.start;
@@ -198,6 +199,18 @@ static struct dom *new_dom(uint16_t id)
   d->cache.verify_ix = 4242;
   begin_packet(&d->pkt, id, NULL);
   return d;
+}
+
+static void spin_lock(struct dom *d)
+{
+  while (atomic_exchange_explicit(&d->busy, 1, memory_order_acquire)) {
+    cpu_relax();
+  }
+}
+
+static void unlock_dom(struct dom *d)
+{
+  atomic_store_explicit(&d->busy, 0, memory_order_release);
 }
 
 /* This domain's writer, locked; NULL when the trace is finished or out
@@ -216,14 +229,9 @@ static struct dom *lock_dom(void)
     caml_plat_unlock(&T.doms_lock);
     if (d == NULL) return NULL;
   }
-  caml_plat_lock_blocking(&d->lock);
-  if (atomic_load_relaxed(&T.closed)) { caml_plat_unlock(&d->lock); return NULL; }
+  spin_lock(d);
+  if (atomic_load_relaxed(&T.closed)) { unlock_dom(d); return NULL; }
   return d;
-}
-
-static void unlock_dom(struct dom *d)
-{
-  caml_plat_unlock(&d->lock);
 }
 
 void caml_memprof_ctf_domain_done(void)
@@ -375,9 +383,9 @@ int caml_memprof_ctf_finish(void)
   for (size_t i = 0; i < T.ndoms; i++) {
     struct dom *d = atomic_load_acquire(&T.doms[i]);
     if (d == NULL) continue;
-    caml_plat_lock_blocking(&d->lock);
+    spin_lock(d);
     flush(d, d->t_end);
-    caml_plat_unlock(&d->lock);
+    unlock_dom(d);
   }
   return caml_memprof_out_commit(T.path, T.tmp, T.fd, T.err);
 }

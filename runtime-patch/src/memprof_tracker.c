@@ -26,9 +26,10 @@
  *    status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
  * 5. With trace= (memprof_ctf.c), each sampled block also goes into
- *    the memtrace trace: memprof then keeps a malloc'd record of the
- *    block's site and trace object id instead of the site itself,
- *    freed when the block is collected; the profile is the same. The
+ *    the memtrace trace: memprof then keeps a record of the block's
+ *    site and trace object id instead of the site itself, malloc'd and
+ *    kept, when the block is collected, on the thread's free list for
+ *    its next sample; the profile is the same. The
  *    trace is finished after the judgment of design 4, before the
  *    profile is written (none without out=).
  * 6. This file holds the sample path (sites, callbacks) and the
@@ -192,7 +193,22 @@ Caml_inline void bump(struct site *s, int c, uintnat n)
 
 /* Design 5: set once at start, before any sample. */
 static bool tracing = false;
-struct traced { struct site *site; uint64_t id; };
+struct traced { struct site *site; uint64_t id; struct traced *next; };
+static CAMLthread_local struct traced *free_traced = NULL;
+
+static struct traced *new_traced(void)
+{
+  struct traced *r = free_traced;
+  if (r == NULL) return malloc(sizeof *r);
+  free_traced = r->next;
+  return r;
+}
+
+static void free_traced_record(struct traced *r)
+{
+  r->next = free_traced;
+  free_traced = r;
+}
 
 static value traced(struct traced *r, struct site *s, size_t samples,
                     size_t wosize, int source, bool young,
@@ -211,7 +227,7 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
 {
   (void)t;
   struct traced *r = NULL;
-  if (tracing && (r = malloc(sizeof *r)) == NULL) return Val_unit;
+  if (tracing && (r = new_traced()) == NULL) return Val_unit;
   /* Loops sample the same stack again and again: a thread's last site
    * is tried first, which needs neither hash nor probe. */
   static CAMLthread_local struct site *last_site = NULL;
@@ -219,7 +235,10 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   if (s == NULL || s->nslots != frames
       || !same_slots(s->slots, callstack, frames)) {
     s = site_of(callstack, frames);
-    if (s == NULL) { free(r); return Val_unit; }
+    if (s == NULL) {
+      if (r != NULL) free_traced_record(r);
+      return Val_unit;
+    }
     last_site = s;
   }
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1);
@@ -261,7 +280,7 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
     struct traced *r = Ptr_val(data);
     caml_memprof_ctf_collect(r->id);
     s = r->site;
-    free(r);
+    free_traced_record(r);
   }
   bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
 }

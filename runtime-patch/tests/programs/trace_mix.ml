@@ -3,7 +3,20 @@
    table and lists, and a deep non-tail recursion whose long repetitive
    stacks exercise the trace's backtrace prediction.
 
-   Usage: trace_mix.exe [SCALE] *)
+   Usage: trace_mix.exe [SCALE [rss]]; with `rss` it also prints its peak
+   resident set in kB (VmHWM of /proc/self/status) before it exits. *)
+
+let peak_rss_kb () =
+  let ic = open_in "/proc/self/status" in
+  let rec find () =
+    let l = input_line ic in
+    if String.length l > 6 && String.sub l 0 6 = "VmHWM:" then
+      Scanf.sscanf (String.sub l 6 (String.length l - 6)) " %d" Fun.id
+    else find ()
+  in
+  let kb = find () in
+  close_in ic;
+  kb
 
 let[@inline never] rec deep n = if n = 0 then [ref n] else ref n :: deep (n - 1)
 
@@ -20,4 +33,5 @@ let () =
                                      Bigarray.c_layout 2000));
     if i mod 2000 = 0 then ignore (Sys.opaque_identity (Array.make 3000 i))
   done;
-  Printf.printf "%d %d\n" (Hashtbl.length h) (List.length !keep)
+  Printf.printf "%d %d\n" (Hashtbl.length h) (List.length !keep);
+  if Array.length Sys.argv > 2 then Printf.printf "%d\n" (peak_rss_kb ())
