@@ -38,6 +38,12 @@
  *    O_EXCL|O_NOFOLLOW (memprof_outfile.c), renamed into place by
  *    caml_memprof_ctf_finish. A forked child writes nothing and leaves
  *    the file to its parent. Blocks alive at the end get no collect.
+ * 7. The record memprof keeps for a traced block (its site for the
+ *    tracker, its object id) comes from, and goes back to, a free list
+ *    per thread: records are malloc'd only up to the most blocks ever
+ *    followed at once, and no sample pays malloc and free.
+ * 8. One file holds the writer and its state, private to it (about
+ *    400 lines): the encoders are in memprof_ctf_codec.c.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -45,6 +51,7 @@
 #define CAML_INTERNALS
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -52,7 +59,9 @@
 #include "caml/mlvalues.h"
 #include "caml/camlatomic.h"
 #include "caml/domain_state.h"
+#include "caml/memprof.h"
 #include "caml/memprof_ctf.h"
+#include "caml/memprof_env_parse.h"
 #include "caml/memprof_ctf_codec.h"
 #include "caml/memprof_outfile.h"
 #include "caml/platform.h"
@@ -283,14 +292,20 @@ static size_t shared_outer(struct dom *d, const backtrace_slot *cs, size_t n)
   return k;
 }
 
-uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int source,
-                                const backtrace_slot *cs, size_t frames)
+/* memtrace's allocation sources. */
+enum { SRC_MINOR = 0, SRC_MAJOR = 1, SRC_EXTERNAL = 2 };
+
+uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int msrc,
+                                bool young, const backtrace_slot *cs,
+                                size_t frames)
 {
+  int source = msrc == CAML_MEMPROF_SRC_CUSTOM ? SRC_EXTERNAL
+    : young ? SRC_MINOR : SRC_MAJOR;
   struct dom *d = lock_dom();
   if (d == NULL) return 0;
   size_t common = shared_outer(d, cs, frames), fresh = frames - common;
   bool is_short = wosize >= 1 && wosize <= 16 && samples == 1
-    && source == CAML_MEMPROF_CTF_MINOR && fresh < 256;
+    && source == SRC_MINOR && fresh < 256;
   begin_event(d, is_short ? EV_SHORT_ALLOC + (unsigned)wosize : EV_ALLOC);
   uint64_t id = d->id_next++;
   struct caml_ctf_buf *w = &d->pkt;
@@ -322,8 +337,34 @@ static void put_relative(unsigned code, uint64_t id)
   unlock_dom(d);
 }
 
-void caml_memprof_ctf_promote(uint64_t id) { put_relative(EV_PROMOTE, id); }
-void caml_memprof_ctf_collect(uint64_t id) { put_relative(EV_COLLECT, id); }
+void caml_memprof_ctf_promote(struct caml_memprof_ctf_block *b)
+{
+  put_relative(EV_PROMOTE, b->id);
+}
+
+void caml_memprof_ctf_collect(struct caml_memprof_ctf_block *b)
+{
+  put_relative(EV_COLLECT, b->id);
+  caml_memprof_ctf_block_free(b);
+}
+
+/* Design 7. */
+static CAMLthread_local struct caml_memprof_ctf_block *free_blocks = NULL;
+
+struct caml_memprof_ctf_block *caml_memprof_ctf_block(void)
+{
+  struct caml_memprof_ctf_block *b = free_blocks;
+  if (b == NULL) return malloc(sizeof *b);
+  free_blocks = b->next;
+  return b;
+}
+
+void caml_memprof_ctf_block_free(struct caml_memprof_ctf_block *b)
+{
+  if (b == NULL) return;
+  b->next = free_blocks;
+  free_blocks = b;
+}
 
 /**** The file ****/
 
@@ -358,8 +399,7 @@ static void write_info(double rate, const char *executable)
   write_packet(&w, T.start, T.start, 0, 0);
 }
 
-int caml_memprof_ctf_open(const char *path, double rate,
-                          const char *executable)
+static int open_trace(const char *path, double rate, const char *executable)
 {
   T.ndoms = caml_params->max_domains;
   T.doms = calloc(T.ndoms, sizeof *T.doms);
@@ -372,6 +412,19 @@ int caml_memprof_ctf_open(const char *path, double rate,
   write_info(rate, executable);
   atomic_store_release(&T.on, 1);
   return 0;
+}
+
+void caml_memprof_ctf_start(const char *tmpl, double rate)
+{
+  char *path = caml_memprof_expand_out(tmpl);
+  const char *exe = caml_params->exe_name;   /* Sys.executable_name */
+  int err = path == NULL ? ENOMEM : open_trace(path, rate, exe ? exe : "");
+  if (err != 0) {
+    fprintf(stderr, "%s: cannot create the trace '%s': %s\n",
+            CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
+    exit(2);
+  }
+  free(path);
 }
 
 const char *caml_memprof_ctf_path(void) { return T.path; }

@@ -26,12 +26,10 @@
  *    status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
  * 5. With trace= (memprof_ctf.c), each sampled block also goes into
- *    the memtrace trace: memprof then keeps a record of the block's
- *    site and trace object id instead of the site itself, malloc'd and
- *    kept, when the block is collected, on the thread's free list for
- *    its next sample; the profile is the same. The
- *    trace is finished after the judgment of design 4, before the
- *    profile is written (none without out=).
+ *    the memtrace trace: memprof then keeps the trace's record of the
+ *    block (its site and object id) instead of the site itself; the
+ *    profile is the same. The trace is finished after the judgment of
+ *    design 4, before the profile is written (none without out=).
  * 6. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
@@ -62,7 +60,6 @@
 #include "caml/memprof_tracker.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
-#include "caml/startup_aux.h"
 #include "caml/platform.h"
 
 CAMLextern value caml_sys_argv(value unit);
@@ -193,41 +190,14 @@ Caml_inline void bump(struct site *s, int c, uintnat n)
 
 /* Design 5: set once at start, before any sample. */
 static bool tracing = false;
-struct traced { struct site *site; uint64_t id; struct traced *next; };
-static CAMLthread_local struct traced *free_traced = NULL;
-
-static struct traced *new_traced(void)
-{
-  struct traced *r = free_traced;
-  if (r == NULL) return malloc(sizeof *r);
-  free_traced = r->next;
-  return r;
-}
-
-static void free_traced_record(struct traced *r)
-{
-  r->next = free_traced;
-  free_traced = r;
-}
-
-static value traced(struct traced *r, struct site *s, size_t samples,
-                    size_t wosize, int source, bool young,
-                    const backtrace_slot *callstack, size_t frames)
-{
-  int src = source == CAML_MEMPROF_SRC_CUSTOM ? CAML_MEMPROF_CTF_EXTERNAL
-    : young ? CAML_MEMPROF_CTF_MINOR : CAML_MEMPROF_CTF_MAJOR;
-  r->site = s;
-  r->id = caml_memprof_ctf_alloc(wosize, samples, src, callstack, frames);
-  return Val_ptr(r);
-}
 
 static value on_alloc(const struct caml_memprof_c_tracker *t,
                       size_t samples, size_t wosize, int source, bool young,
                       const backtrace_slot *callstack, size_t frames)
 {
   (void)t;
-  struct traced *r = NULL;
-  if (tracing && (r = new_traced()) == NULL) return Val_unit;
+  struct caml_memprof_ctf_block *r = NULL;
+  if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
   /* Loops sample the same stack again and again: a thread's last site
    * is tried first, which needs neither hash nor probe. */
   static CAMLthread_local struct site *last_site = NULL;
@@ -236,7 +206,7 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
       || !same_slots(s->slots, callstack, frames)) {
     s = site_of(callstack, frames);
     if (s == NULL) {
-      if (r != NULL) free_traced_record(r);
+      caml_memprof_ctf_block_free(r);
       return Val_unit;
     }
     last_site = s;
@@ -253,8 +223,12 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
       bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples);
     }
   }
-  if (r != NULL) return traced(r, s, samples, wosize, source, young,
-                               callstack, frames);
+  if (r != NULL) {
+    r->site = s;
+    r->id = caml_memprof_ctf_alloc(wosize, samples, source, young,
+                                   callstack, frames);
+    return Val_ptr(r);
+  }
   return Val_ptr(s);
 }
 
@@ -264,8 +238,8 @@ static void on_promote(const struct caml_memprof_c_tracker *t,
   (void)t;
   struct site *s = Ptr_val(data);
   if (tracing) {
-    struct traced *r = Ptr_val(data);
-    caml_memprof_ctf_promote(r->id);
+    struct caml_memprof_ctf_block *r = Ptr_val(data);
+    caml_memprof_ctf_promote(r);
     s = r->site;
   }
   bump(s, CAML_MEMPROF_COUNT_PROMOTED, samples);
@@ -277,10 +251,9 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
   (void)t;
   struct site *s = Ptr_val(data);
   if (tracing) {
-    struct traced *r = Ptr_val(data);
-    caml_memprof_ctf_collect(r->id);
+    struct caml_memprof_ctf_block *r = Ptr_val(data);
     s = r->site;
-    free_traced_record(r);
+    caml_memprof_ctf_collect(r);
   }
   bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
 }
@@ -296,22 +269,6 @@ static char **argv_copy = NULL;
 static size_t argc_copy = 0;
 static atomic_uintnat finished = 0;
 
-/* A trace that cannot be created ends the program before it starts. */
-static void start_trace(const char *tmpl, double rate)
-{
-  char *path = caml_memprof_expand_out(tmpl);
-  const char *exe = caml_params->exe_name;   /* Sys.executable_name */
-  int err = path == NULL ? ENOMEM
-    : caml_memprof_ctf_open(path, rate, exe ? exe : "");
-  if (err != 0) {
-    fprintf(stderr, "%s: cannot create the trace '%s': %s\n",
-            CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
-    exit(2);
-  }
-  free(path);
-  tracing = true;
-}
-
 void caml_memprof_tracker_start(void)
 {
   const struct caml_memprof_env *env = caml_memprof_env();
@@ -326,7 +283,10 @@ void caml_memprof_tracker_start(void)
   }
   if (argv_copy == NULL) argc_copy = 0;
 
-  if (env->trace != NULL) start_trace(env->trace, env->rate);
+  if (env->trace != NULL) {
+    caml_memprof_ctf_start(env->trace, env->rate);
+    tracing = true;
+  }
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(

@@ -22,26 +22,40 @@
 #include <stdint.h>
 #include "backtrace_prim.h"
 
-/* memtrace's allocation sources. */
-enum { CAML_MEMPROF_CTF_MINOR = 0, CAML_MEMPROF_CTF_MAJOR = 1,
-       CAML_MEMPROF_CTF_EXTERNAL = 2 };
+/* Create the trace at `tmpl` (%p expanded; a temporary name beside it
+ * until finished) and write its trace-info packet; if it cannot be
+ * created, print one line and exit with 2. */
+void caml_memprof_ctf_start(const char *tmpl, double rate);
 
-/* Create the trace at `path` (a temporary name beside it until
- * finished) and write its trace-info packet. Returns 0 or an errno. */
-int caml_memprof_ctf_open(const char *path, double rate,
-                          const char *executable);
+/* What memprof keeps for a traced block: the tracker's data for it
+ * (its site) and the block's object id in the trace. */
+struct caml_memprof_ctf_block {
+  void *site;
+  uint64_t id;
+  struct caml_memprof_ctf_block *next;   /* on a free list */
+};
+
+/* A record for a new sample (reused from the thread's free list, else
+ * malloc'd); NULL if out of memory. */
+struct caml_memprof_ctf_block *caml_memprof_ctf_block(void);
+
+/* Give a record back (NULL: nothing). */
+void caml_memprof_ctf_block_free(struct caml_memprof_ctf_block *b);
 
 /* Whether a trace is being written. */
 bool caml_memprof_ctf_on(void);
 
-/* An allocation of `wosize` words with `samples` samples, its stack
- * innermost first; returns the block's object id. */
+/* An allocation of `wosize` words with `samples` samples (memprof's
+ * source, young or not), its stack innermost first; returns the block's
+ * object id. */
 uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int source,
-                                const backtrace_slot *callstack,
+                                bool young, const backtrace_slot *callstack,
                                 size_t frames);
 
-void caml_memprof_ctf_promote(uint64_t id);
-void caml_memprof_ctf_collect(uint64_t id);
+void caml_memprof_ctf_promote(struct caml_memprof_ctf_block *b);
+
+/* The block's collection; its record is given back. */
+void caml_memprof_ctf_collect(struct caml_memprof_ctf_block *b);
 
 /* The current domain leaves statmemprof: flush its writer. */
 void caml_memprof_ctf_domain_done(void);
@@ -50,7 +64,7 @@ void caml_memprof_ctf_domain_done(void);
  * later events are dropped). Returns 0 or the first errno met. */
 int caml_memprof_ctf_finish(void);
 
-/* The path given to caml_memprof_ctf_open (for messages). */
+/* The trace's path (for messages). */
 const char *caml_memprof_ctf_path(void);
 
 #endif /* CAML_INTERNALS */
