@@ -7,6 +7,9 @@ copy, so it follows the benchmark as it evolves). It is built with the patched c
 temporary directory (so its site keys match the real benchmark's) and
 checked with `memprof-ci check` against baselines/ with the real
 manifest's settings (overhead timing off: it is not what is tested).
+With fresh=True the baseline is instead made on the spot from the
+unpatched benchmark (`update-baselines`), for checks that need what the
+committed baselines may not record yet (live at the peak).
 
 The report.html of an injected regression is opened in Debian's headless
 Chromium (harness/tests/chromium_cdp.py, over the DevTools protocol): no
@@ -40,17 +43,18 @@ def toml_value(v):
     return repr(v)
 
 
-def check_variant(tmp_path, bench, variant):
-    if not OCAMLOPT.exists():
-        pytest.fail("no patched compiler: run `make runtime` first")
+def _build(root, bench, variant):
+    """The benchmark (patched with `variant` unless None) built under
+    root/benchmarks, and a one-benchmark manifest beside it."""
     manifest = tomllib.loads((ROOT / "benchmarks" / "benchmarks.toml").read_text())
     entry = next(b for b in manifest["benchmark"] if b["name"] == bench)
-    src_dir = tmp_path / "benchmarks"
-    src_dir.mkdir()
+    src_dir = root / "benchmarks"
+    src_dir.mkdir(parents=True)
     src = src_dir / f"{bench}.ml"
     src.write_text((ROOT / "benchmarks" / f"{bench}.ml").read_text())
-    subprocess.run(["patch", "--quiet", str(src), str(HERE / "variants" / variant)],
-                   check=True, capture_output=True)
+    if variant is not None:
+        subprocess.run(["patch", "--quiet", str(src), str(HERE / "variants" / variant)],
+                       check=True, capture_output=True)
     exe = src_dir / f"{bench}.exe"
     subprocess.run([str(OCAMLOPT), "-g", str(src), "-o", str(exe)], cwd=src_dir,
                    check=True, capture_output=True)
@@ -63,49 +67,86 @@ def check_variant(tmp_path, bench, variant):
         if k != "cwd":
             lines.append(f"{k} = {toml_value(v)}")
     (src_dir / "variant.toml").write_text("\n".join(lines) + "\n")
+    return src_dir / "variant.toml"
+
+
+def check_variant(tmp_path, bench, variant, fresh=False):
+    if not OCAMLOPT.exists():
+        pytest.fail("no patched compiler: run `make runtime` first")
+    manifest = _build(tmp_path, bench, variant)
     report = tmp_path / "report"
-    # Only this benchmark's trusted baseline: any other would be reported
-    # as a benchmark that was not run.
+    # Only this benchmark's baseline: any other would be reported as a
+    # benchmark that was not run.
     baselines = tmp_path / "baselines"
     baselines.mkdir()
-    shutil.copy(ROOT / "baselines" / f"{bench}.json", baselines / f"{bench}.json")
     env = dict(os.environ, PYTHONPATH=str(ROOT / "harness"))
+    if fresh:
+        orig = _build(tmp_path / "orig", bench, None)
+        subprocess.run([PY, "-m", "memprof_ci", "update-baselines", "--manifest", str(orig),
+                        "--baselines", str(baselines), "--no-overhead"],
+                       env=env, capture_output=True, text=True, timeout=600, check=True)
+    else:
+        shutil.copy(ROOT / "baselines" / f"{bench}.json", baselines / f"{bench}.json")
     res = subprocess.run([PY, "-m", "memprof_ci", "check", "--manifest",
-                          str(src_dir / "variant.toml"), "--baselines", str(baselines),
+                          str(manifest), "--baselines", str(baselines),
                           "--no-overhead", "--report-dir", str(report)],
                          env=env, capture_output=True, text=True, timeout=600)
     rep = json.loads((report / "report.json").read_text())
     assert set(rep["benchmarks"]) == {bench}
+    b = rep["benchmarks"][bench]
     flagged = {(row["check"], row["site"])
-               for row in rep["benchmarks"][bench]["alloc"] + rep["benchmarks"][bench]["live"]
+               for row in (b["alloc"] or []) + (b["live"] or []) + (b.get("peak") or [])
                if row["status"] == "regression"}
-    return res, flagged
+    return res, flagged, b["checks"]
 
 
 def test_more_allocation_at_one_function_is_caught_there(tmp_path):
-    res, flagged = check_variant(tmp_path, "lists", "lists_more.patch")
+    res, flagged, _ = check_variant(tmp_path, "lists", "lists_more.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     assert flagged == {("alloc", "Lists.build_tree @ benchmarks/lists.ml")}
     assert "Lists.build_tree" in res.stdout
 
 
 def test_retention_is_caught_at_the_retaining_site(tmp_path):
-    res, flagged = check_variant(tmp_path, "leak", "leak_retains.patch")
+    res, flagged, _ = check_variant(tmp_path, "leak", "leak_retains.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     sites = {site for _, site in flagged}
     assert sites == {"Leak.transient_work @ benchmarks/leak.ml"}, flagged
     assert ("live", "Leak.transient_work @ benchmarks/leak.ml") in flagged
 
 
+def test_retention_fails_the_gc_check_too(tmp_path):
+    """Promotion counters are exact for a single-domain benchmark: keeping
+    data alive until exit moves them beyond the GC tolerance."""
+    res, _, checks = check_variant(tmp_path, "leak", "leak_retains.patch")
+    assert checks["gc_totals"]["outcome"] == "failed", checks
+    assert "promoted_words" in checks["gc_totals"]["message"]
+
+
+def test_holding_a_phase_longer_fails_the_peak_check_only_there(tmp_path):
+    """Same allocations, same live set at exit, data held until its phase
+    ends: the peak check fails, naming the holding site; allocation and
+    live-at-exit checks pass."""
+    res, flagged, checks = check_variant(tmp_path, "leak", "leak_holds_phase.patch",
+                                         fresh=True)
+    assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
+    assert flagged == {("peak", "Leak.transient_work @ benchmarks/leak.ml")}, flagged
+    assert checks["peak"]["outcome"] == "failed"
+    assert checks["alloc_sites"]["outcome"] == "passed"
+    assert checks["live"]["outcome"] == "passed"
+    assert "peak: +" in res.stdout and "held by `Leak.transient_work`" in res.stdout, \
+        res.stdout[-3000:]
+
+
 def test_moving_code_is_not_a_regression(tmp_path):
-    res, flagged = check_variant(tmp_path, "lists", "lists_moved.patch")
+    res, flagged, _ = check_variant(tmp_path, "lists", "lists_moved.patch")
     assert flagged == set()
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
 
 
 def test_html_report_of_an_injected_regression_in_chromium(tmp_path):
     from chromium_cdp import Browser, check_screenshot
-    res, flagged = check_variant(tmp_path, "lists", "lists_more.patch")
+    res, flagged, _ = check_variant(tmp_path, "lists", "lists_more.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
     site = "Lists.build_tree @ benchmarks/lists.ml"
     page = tmp_path / "report" / "report.html"

@@ -20,6 +20,11 @@ baseline; one whose stacks plus "other" do not add up to the totals (site
 counts edited by hand, say) is ignored (stacks None, meta["stacks_ignored"]
 says why): stacks only draw pictures and support rename pairing, and never
 outweigh the site counts.
+
+Samples live at the peak are kept per site ("peak_samples") and in
+totals ("peak_samples"); a baseline without them (or without the GC's
+heap_words/top_heap_words) loads with Aggregate.total_peak None (or
+those GC keys absent), and the checks that need them are skipped.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from collections import Counter
 from . import validate as V
 from .errors import InputError
 from .overhead import parse_record
-from .profile import GC_KEYS, VERSION as PROFILE_VERSION, load_json
+from .profile import GC_KEYS, GC_OPTIONAL_KEYS, VERSION as PROFILE_VERSION, load_json
 from .sites import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
@@ -67,7 +72,8 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "git_commit": commit,
         "config": {"rate": agg.rate, "seeds": list(agg.seeds), "frames": agg.frames,
                    "grouping": agg.grouping},
-        "totals": {"samples": agg.total_samples, "live_samples": agg.total_live},
+        "totals": {"samples": agg.total_samples, "live_samples": agg.total_live,
+                   **({"peak_samples": agg.total_peak} if agg.total_peak is not None else {})},
         "gc": agg.gc,
         "gc_runs": agg.gc_runs,
         "overhead": overhead,
@@ -195,6 +201,9 @@ def _site(key: str, d, where: str) -> Site:
     live = V.count(d.get("live_samples"), f"{where}.live_samples")
     if live > samples:
         raise InputError(f"{where}: live_samples {live} exceeds samples {samples}")
+    peak = V.count(d.get("peak_samples", 0), f"{where}.peak_samples")
+    if peak > samples:
+        raise InputError(f"{where}: peak_samples {peak} exceeds samples {samples}")
     line = d.get("line")
     if line is not None and not V.is_count(line):
         raise InputError(f"{where}.line must be null or a line number")
@@ -203,7 +212,7 @@ def _site(key: str, d, where: str) -> Site:
         raise InputError(f"{where}.via must be an object")
     return Site(key=key, file=V.text(d.get("file"), f"{where}.file", optional=True),
                 function=V.text(d.get("function"), f"{where}.function", optional=True),
-                line=line, samples=samples, live_samples=live,
+                line=line, samples=samples, live_samples=live, peak_samples=peak,
                 lines=_lines(d.get("lines", {}), f"{where}.lines"),
                 live_lines=_lines(d.get("live_lines", {}), f"{where}.live_lines"),
                 via=Counter({V.text(k, f"{where}.via key"): V.count(v, f"{where}.via.{k}")
@@ -218,6 +227,9 @@ def _gc(d, where: str) -> dict:
         if k not in d:
             raise InputError(f"{where}.{k} is missing")
         out[k] = V.finite(d[k], f"{where}.{k}", lo=0, hi=V.MAX_COUNT)
+    for k in GC_OPTIONAL_KEYS:
+        if k in d:
+            out[k] = V.finite(d[k], f"{where}.{k}", lo=0, hi=V.MAX_COUNT)
     return out
 
 
@@ -311,6 +323,8 @@ def parse_baseline(doc, path: str) -> Aggregate:
                         total_samples=V.count(totals.get("samples"), "totals.samples"),
                         total_live=V.count(totals.get("live_samples"), "totals.live_samples"),
                         sites=sites, sources=[path])
+        if "peak_samples" in totals:
+            agg.total_peak = V.count(totals["peak_samples"], "totals.peak_samples")
         meta = {"overhead": parse_record(doc.get("overhead"), "overhead"),
                 "patch_id": V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200),
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
@@ -325,7 +339,9 @@ def parse_baseline(doc, path: str) -> Aggregate:
     except InputError as e:
         raise InputError(f"{path}: malformed baseline: {e}; {fix}") from None
     if sum(s.samples for s in sites.values()) != agg.total_samples or \
-            sum(s.live_samples for s in sites.values()) != agg.total_live:
+            sum(s.live_samples for s in sites.values()) != agg.total_live or \
+            (agg.total_peak is not None
+             and sum(s.peak_samples for s in sites.values()) != agg.total_peak):
         raise InputError(f"{path}: malformed baseline (site samples do not sum to "
                          f"totals); {fix}")
     agg.meta = meta

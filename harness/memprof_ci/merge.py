@@ -37,7 +37,7 @@ _ROW = {
                  "baseline_bytes", "current_bytes", "share", "p0", "ratio", "ci_low",
                  "ci_high", "p_raw", "p_raw_decrease", "alpha", "min_effect", "min_share"],
     "properties": {
-        "benchmark": _STR, "check": {"enum": ["alloc", "live"]}, "site": _STR,
+        "benchmark": _STR, "check": {"enum": ["alloc", "live", "peak"]}, "site": _STR,
         "file": _STR_OR_NULL, "function": _STR_OR_NULL, "via": _STR_OR_NULL,
         "line": {"type": ["integer", "null"]},
         "lines": {"type": ["object", "null"], "additionalProperties": _COUNT},
@@ -83,7 +83,8 @@ _BENCH = {
         "name": _STR,
         "checks": {"type": "object", "additionalProperties": _CHECK},
         "notes": {"type": "array", "items": _STR, "maxItems": 10_000},
-        "alloc": _ROWS, "live": _ROWS, "proposed": _ROWS,
+        "alloc": _ROWS, "live": _ROWS, "peak": _ROWS, "proposed": _ROWS,
+        "peak_summary": {"type": ["object", "null"]},
         "gc": {"type": ["array", "null"], "items": _GC_ROW},
         "overhead": _OVERHEAD,
         "status": _STR,

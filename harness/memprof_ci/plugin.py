@@ -31,6 +31,7 @@ MARKERS = {
     "alloc_sites": "per-site allocation check",
     "gc_totals": "exact GC totals check",
     "live": "live-at-exit (retention) check",
+    "peak": "live-at-peak (peak memory) check",
     "overhead": "profiling overhead check (hyperfine)",
     "proposed_baseline": "proposed baselines agree with the measured code",
     "update_baseline": "rewrite a benchmark's baseline",
@@ -81,7 +82,7 @@ class Context:
             b = self.report["benchmarks"][name] = {
                 "name": name, "settings": bench.settings() if bench else None,
                 "checks": {}, "notes": [],
-                "alloc": None, "live": None, "gc": None, "overhead": None}
+                "alloc": None, "live": None, "peak": None, "gc": None, "overhead": None}
         return b
 
     def record(self, name, check, outcome, message=""):
@@ -111,7 +112,8 @@ class Context:
             r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
                             "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
                             "backend": agg.backend, "total_samples": agg.total_samples,
-                            "total_live_samples": agg.total_live, "gc": agg.gc,
+                            "total_live_samples": agg.total_live,
+                            "total_peak_samples": agg.total_peak, "gc": agg.gc,
                             "profiles": agg.sources}
             if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):
                 r["notes"].append("GC totals differ between seeds; gc_totals compares "
@@ -175,7 +177,7 @@ class Context:
             return
         self._family_done = True
         rows = []
-        for name in self.selected(("alloc_sites", "live")):
+        for name in self.selected(("alloc_sites", "live", "peak")):
             try:
                 base = self.baseline(name)
                 if base is None:
@@ -192,6 +194,10 @@ class Context:
             if "live" in mine:
                 r["live"] = site_rows(name, "live", cur, base, bench.params())
                 rows.extend(r["live"])
+            if "peak" in mine and base.total_peak is not None and cur.total_peak is not None:
+                r["peak"] = site_rows(name, "peak", cur, base, bench.params())
+                r["peak_summary"] = V.peak_summary(cur, base)
+                rows.extend(r["peak"])
             if base.ocaml_version != cur.ocaml_version:
                 r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
                                   f"{cur.ocaml_version}")
@@ -283,6 +289,8 @@ class Context:
             r = self.result(name)
             r["proposed"] = (site_rows(name, "alloc", cur, prop, params)
                              + site_rows(name, "live", cur, prop, params))
+            if prop.total_peak is not None and cur.total_peak is not None:
+                r["proposed"] += site_rows(name, "peak", cur, prop, params)
             rows.extend(r["proposed"])
         V.decide_family(rows, two_sided=True)
 
@@ -306,7 +314,7 @@ class BenchmarkNode(pytest.Collector):
         elif ctx.mode == "profile":
             kinds = [ProfileItem]
         else:
-            kinds = [AllocSitesItem, GcTotalsItem, LiveItem]
+            kinds = [AllocSitesItem, GcTotalsItem, LiveItem, PeakItem]
             if not ctx.no_overhead:
                 kinds.append(OverheadItem)
             if ctx.proposed_dir:
@@ -365,8 +373,9 @@ class _SitesItem(CheckItem):
 
     def runtest(self):
         self.need_baseline()
-        rows = self.ctx.result(self.bench)[self.key] or []
-        out = check_outcome(rows, self.key, self.bench)
+        r = self.ctx.result(self.bench)
+        rows = r[self.key] or []
+        out = check_outcome(rows, self.key, self.bench, r.get("peak_summary"))
         if out["outcome"] == "failed":
             self.regression(out["message"])
 
@@ -377,6 +386,19 @@ class AllocSitesItem(_SitesItem):
 
 class LiveItem(_SitesItem):
     check, key = "live", "live"
+
+
+class PeakItem(_SitesItem):
+    check, key = "peak", "peak"
+
+    def runtest(self):
+        base = self.need_baseline()
+        if base.total_peak is None or self.ctx.profiles(self.bench).total_peak is None:
+            side = "baseline" if base.total_peak is None else "current profiles"
+            pytest.skip(f"the {side} of {self.bench!r} record no live-at-peak samples "
+                        f"(made before the runtime recorded them); regenerate with "
+                        f"`memprof-ci update-baselines -k {self.bench}`")
+        super().runtest()
 
 
 class GcTotalsItem(CheckItem):
@@ -390,7 +412,12 @@ class GcTotalsItem(CheckItem):
         base = self.need_baseline()
         cur = self.ctx.profiles(self.bench)
         rows = V.gc_rows(base.gc, cur.gc, self.benchmark)
-        self.ctx.result(self.bench)["gc"] = rows
+        r = self.ctx.result(self.bench)
+        r["gc"] = rows
+        gone = [k for k in V.stats.GC_COUNTERS if k not in {g["counter"] for g in rows}]
+        if gone:
+            r["notes"].append(f"GC check without {', '.join(gone)}: not recorded in the "
+                              f"baseline or the profiles")
         msg = V.gc_failure(self.bench, rows)
         if msg:
             self.regression(msg)

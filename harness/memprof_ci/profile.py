@@ -30,6 +30,9 @@ GC_KEYS = ("minor_words", "promoted_words", "major_words", "minor_collections",
 COUNT_KEYS = ("blocks", "samples", "words", "minor_samples", "major_samples",
               "marshal_samples", "custom_samples", "promoted_samples",
               "collected_samples", "live_samples")
+# Recorded by current runtimes, absent from older profiles (not recorded).
+GC_OPTIONAL_KEYS = ("heap_words", "top_heap_words")
+PEAK_KEY = "peak_live_samples"
 FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
 
 
@@ -127,6 +130,10 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     for k in GC_KEYS:
         if not _is_count(gc.get(k)):
             raise bad(f"gc.{k} is missing or not a non-negative integer at most 2^53")
+    for k in GC_OPTIONAL_KEYS:
+        if k in gc and not _is_count(gc[k]):
+            raise bad(f"gc.{k} is not a non-negative integer at most 2^53")
+    gc_out = {k: gc[k] for k in GC_KEYS + GC_OPTIONAL_KEYS if k in gc}
 
     def check_counts(obj, where):
         if not isinstance(obj, dict):
@@ -139,6 +146,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
             raise bad(f"{where}: samples != minor + major + custom samples")
         if obj["collected_samples"] + obj["live_samples"] != obj["samples"]:
             raise bad(f"{where}: collected + live samples != samples")
+        if PEAK_KEY in obj and not (_is_count(obj[PEAK_KEY]) and obj[PEAK_KEY] <= obj["samples"]):
+            raise bad(f"{where}.{PEAK_KEY} is not a count at most samples")
 
     check_counts(doc["totals"], "totals")
     stacks = doc["stacks"]
@@ -148,7 +157,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         return Profile(path=path, ocaml_version=doc["ocaml_version"],
                        backend=doc["backend"], argv=list(doc["argv"]),
                        rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
-                       gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
+                       gc=gc_out, totals=doc["totals"],
                        stacks=stacks)
     tot_samples = tot_live = 0
     for i, st in enumerate(stacks):
@@ -156,6 +165,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         if vals is None:
             explain_bad_stack(st, i, path)
         check_frames(st["frames"], i, path)
+        peak_of(st, i, path)
         tot_samples += vals[SAMPLES]
         tot_live += vals[LIVE]
     if tot_samples != doc["totals"]["samples"] or tot_live != doc["totals"]["live_samples"]:
@@ -163,7 +173,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     return Profile(path=path, ocaml_version=doc["ocaml_version"],
                    backend=doc["backend"], argv=list(doc["argv"]),
                    rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
-                   gc={k: gc[k] for k in GC_KEYS}, totals=doc["totals"],
+                   gc=gc_out, totals=doc["totals"],
                    stacks=stacks)
 
 
@@ -191,6 +201,15 @@ def stack_counts(st):
             vals[COLLECTED] + vals[LIVE] != vals[SAMPLES]:
         return None
     return vals
+
+
+def peak_of(st: dict, i: int, path: str):
+    """A valid stack's peak_live_samples, or None when not recorded."""
+    pk = st.get(PEAK_KEY)
+    if pk is not None and (type(pk) is not int or pk < 0 or pk > st["samples"]):
+        raise InputError(f"{path}: malformed profile: stacks[{i}].{PEAK_KEY} is not a count "
+                         f"at most samples; regenerate it")
+    return pk
 
 
 def check_frames(frames, i: int, path: str) -> None:

@@ -26,7 +26,8 @@ from .verdict import verdict
 
 REPORT_FORMAT = "memprof-ci/report"
 REPORT_VERSION = 1
-CHECKS = ("alloc_sites", "gc_totals", "live", "overhead", "proposed_baseline")
+CHECKS = ("alloc_sites", "gc_totals", "live", "peak", "overhead", "proposed_baseline")
+STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
 # Outcomes of a check: passed, failed, accepted (failed, but accepted by the
 # label with a matching proposed baseline), error, skipped, not run.
 MD_SITES_PER_BENCH = 25
@@ -81,6 +82,17 @@ def fmt_bytes(x) -> str:
     return f"{x:.1f}"
 
 
+def fmt_words(x, signed: bool = False) -> str:
+    """Words with a k/M/G prefix: `4.4 M words`, `+86.2 k words`."""
+    x = float(x)
+    sign = "+" if signed and x >= 0 else ("-" if x < 0 else "")
+    a = abs(x)
+    for unit, div in (("G ", 1e9), ("M ", 1e6), ("k ", 1e3)):
+        if a >= div:
+            return f"{sign}{a / div:.1f} {unit}words"
+    return f"{sign}{a:.0f} words"
+
+
 def fmt_pct(r) -> str:
     if r is None:
         return "inf"
@@ -119,7 +131,7 @@ def fmt_lines(lines) -> str:
 def all_site_rows(report: dict, status: str | None = None) -> list:
     rows = []
     for b in report["benchmarks"].values():
-        for key in ("alloc", "live"):
+        for key in ("alloc", "live", "peak"):
             rows.extend(r for r in b.get(key) or [] if not r.get("renamed_to")
                         and (status is None or r.get("status") == status))
     return rows
@@ -136,7 +148,7 @@ SIGNIFICANT = ("regression", "improvement")
 
 def changed(b: dict) -> bool:
     """Whether a benchmark has a site whose change is significant."""
-    return any(r.get("status") in SIGNIFICANT for key in ("alloc", "live")
+    return any(r.get("status") in SIGNIFICANT for key in ("alloc", "live", "peak")
                for r in b.get(key) or [] if not r.get("renamed_to"))
 
 
@@ -154,6 +166,19 @@ def _site_name(r) -> str:
 def _rename_word(r) -> str:
     return {"regression": "regression", "improvement": "improvement"}.get(
         r.get("status"), "passes")
+
+
+def peak_lines(report: dict) -> list:
+    """The peak check's own line (verdict.peak_line) of each benchmark whose
+    peak check failed or was accepted: `name: peak: +4.4 M words; held by ...`."""
+    out = []
+    for name, b in sorted(report["benchmarks"].items()):
+        c = b.get("checks", {}).get("peak") or {}
+        if c.get("outcome") in ("failed", "accepted"):
+            for line in (c.get("message") or "").split("\n"):
+                if ": peak: " in line:
+                    out.append(f"{name}: {line.split(': ', 1)[1]}")
+    return out
 
 
 def _check_cell(b: dict, check: str, md: bool) -> str:
@@ -295,10 +320,17 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
                            for r in regs]))
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
-        rows.append([name] + [_check_cell(b, c, False) for c in CHECKS[:3]] + [_overhead_cell(b)])
+        rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
+                    + [_overhead_cell(b)])
+    peaks = peak_lines(report)
+    if peaks:
+        out.append("")
+        out.append("Peak memory:")
+        out.extend("  " + mdsafe.printable(x) for x in peaks)
     if rows:
         out.append("")
-        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "overhead"], rows))
+        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "overhead"],
+                          rows))
     ren = renamed_rows(report)
     if ren:
         out.append("")
@@ -365,6 +397,12 @@ def render_markdown(report: dict) -> str:
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
+    peaks = peak_lines(report)
+    if peaks:
+        out.append("### Peak memory")
+        out.append("")
+        out.extend(f"- {mdsafe.text(x, limit=mdsafe.MESSAGE_LIMIT)}" for x in peaks)
+        out.append("")
     gcf = [(n, g) for n, b in sorted(report["benchmarks"].items())
            for g in b.get("gc") or [] if g["status"] == "regression"]
     if gcf:
@@ -380,10 +418,11 @@ def render_markdown(report: dict) -> str:
     if report["benchmarks"]:
         out.append("### Benchmarks")
         out.append("")
-        out.append("| benchmark | alloc sites | GC totals | live at exit | overhead [95% CI] |")
-        out.append("|---|:-:|:-:|:-:|--:|")
+        out.append("| benchmark | alloc sites | GC totals | live at exit | live at peak "
+                   "| overhead [95% CI] |")
+        out.append("|---|:-:|:-:|:-:|:-:|--:|")
         for name, b in sorted(report["benchmarks"].items()):
-            cells = [_check_cell(b, c, True) for c in CHECKS[:3]]
+            cells = [_check_cell(b, c, True) for c in STATUS_CHECKS]
             out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
         out.append("")
     ren = renamed_rows(report)

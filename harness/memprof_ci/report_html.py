@@ -43,7 +43,7 @@ import urllib.parse
 import numpy as np
 
 from . import mdsafe, stats
-from .report import CHECKS, _headline, fmt_bytes, fmt_delta, fmt_mde, fmt_p, preamble
+from .report import STATUS_CHECKS, _headline, peak_lines, fmt_bytes, fmt_delta, fmt_mde, fmt_p, preamble
 from .sites import frame_label
 from .verdict import verdict
 
@@ -314,7 +314,7 @@ def _num(x):
 
 
 def _site_rows(b) -> list:
-    rows = [r for key in ("alloc", "live") for r in (b.get(key) or [])
+    rows = [r for key in ("alloc", "live", "peak") for r in (b.get(key) or [])
             if isinstance(r, dict) and not r.get("renamed_to")]
     sig = {"regression": 0, "improvement": 1}
     rows.sort(key=lambda r: (sig.get(r.get("status"), 2), -(r.get("current_bytes") or 0),
@@ -398,11 +398,11 @@ def _site_table(b, bi, src) -> str:
 
 
 def _bench_section(name, b, bi, src) -> str:
-    status_cells = "".join(_check_td(b, c) for c in CHECKS[:3])
+    status_cells = "".join(_check_td(b, c) for c in STATUS_CHECKS)
     out = [f'<section class="bench" id="bench-{bi}" data-name="{esc(name)}">',
            f'<h2>{esc(name)}</h2>',
            '<table class="status"><thead><tr><th>alloc sites</th><th>GC totals</th>'
-           '<th>live at exit</th><th>overhead [95% CI]</th></tr></thead>'
+           '<th>live at exit</th><th>live at peak</th><th>overhead [95% CI]</th></tr></thead>'
            f'<tbody><tr>{status_cells}<td>{esc(_overhead_text(b))}</td></tr></tbody></table>']
     renames = [r for r in _site_rows(b) if r.get("renamed_from")]
     for r in renames:
@@ -411,7 +411,7 @@ def _bench_section(name, b, bi, src) -> str:
                    f'{esc(_delta_text(r))})</p>')
     for n in b.get("notes") or []:
         out.append(f'<p class="note">{esc(n, mdsafe.MESSAGE_LIMIT)}</p>')
-    if b.get("alloc") or b.get("live"):
+    if b.get("alloc") or b.get("live") or b.get("peak"):
         out.append(_site_table(b, bi, src))
         out.append(f'<div class="graphs" id="graphs-{bi}" data-bench="{bi}"></div>'
                    f'<div class="panel" id="panel-{bi}"><p class="hint">Click a site to see its '
@@ -578,19 +578,24 @@ def render_html(report: dict, env=None) -> str:
     out.append('<h2>Benchmarks</h2><table class="status sortable" id="status"><thead><tr>'
                '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
                '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
+               '<th data-t="s">live at peak</th>'
                '<th data-t="s">overhead [95% CI]</th></tr></thead><tbody>')
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
-        cells = "".join(_check_td(b, c) for c in CHECKS[:3]).replace("<td ", "<td data-v=\"\" ")
+        cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")
         out.append(f'<tr><td data-v="{esc(name)}"><a href="#bench-{bi}">{esc(name)}</a></td>'
                    f'{cells}<td data-v="">{esc(_overhead_text(b))}</td></tr>')
     out.append("</tbody></table>")
+    peaks = peak_lines(report)
+    if peaks:
+        out.append('<h2>Peak memory</h2><ul class="peak">' + "".join(
+            f"<li>{esc(p, mdsafe.MESSAGE_LIMIT)}</li>" for p in peaks) + "</ul>")
     data = {"benches": [], "src": src, "per_site": STACKS_PER_SITE}
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
         out.append(_bench_section(name, b, bi, src))
         regressed = sorted({shown(frame_label(r.get("function"), r.get("file")))
-                            for key in ("alloc", "live") for r in (b.get(key) or [])
+                            for key in ("alloc", "live", "peak") for r in (b.get(key) or [])
                             if isinstance(r, dict) and r.get("status") == "regression"
                             and (r.get("function") or r.get("file"))})
         data["benches"].append({"graph": graph_data(b.get("stacks")), "regressed": regressed})

@@ -8,7 +8,8 @@ that baselines do not depend on where the project is checked out.  Line
 numbers are kept only as per-site detail.  Invariants: every
 stack lands in exactly one site (stacks with no known non-stdlib frame go to
 the innermost known frame, else "<unknown>"), and an Aggregate's per-site
-samples sum to its totals.
+samples sum to its totals.  Samples live at the peak (`peak_samples`) are
+summed the same way; `total_peak` is None when a profile did not record them.
 
 Stacks (for flame graphs and for telling a rename from a new site) are kept
 per distinct call chain, bounded: frames are "Function @ file" labels (no
@@ -27,8 +28,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .errors import InputError
-from .profile import (GC_KEYS, LIVE, SAMPLES, WORD_BYTES, Profile, check_frames,
-                      explain_bad_stack, stack_counts)
+from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, PEAK_KEY, SAMPLES, WORD_BYTES,
+                      Profile, check_frames, explain_bad_stack, peak_of, stack_counts)
 
 
 GROUPINGS = ("function", "line", "innermost")
@@ -84,6 +85,7 @@ class Site:
     line: int | None = None
     samples: int = 0
     live_samples: int = 0
+    peak_samples: int = 0
     lines: Counter = field(default_factory=Counter)
     live_lines: Counter = field(default_factory=Counter)
     via: Counter = field(default_factory=Counter)
@@ -92,6 +94,7 @@ class Site:
         return {
             "file": self.file, "function": self.function, "line": self.line,
             "samples": self.samples, "live_samples": self.live_samples,
+            "peak_samples": self.peak_samples,
             "lines": {str(k): v for k, v in sorted(self.lines.items(), key=_line_order)},
             "live_lines": {str(k): v for k, v in sorted(self.live_lines.items(), key=_line_order)},
             "via": dict(sorted(self.via.items())),
@@ -158,6 +161,7 @@ class Aggregate:
     gc_runs: list = field(default_factory=list)
     total_samples: int = 0
     total_live: int = 0
+    total_peak: int | None = None   # None: not recorded (old profile or baseline)
     sites: dict = field(default_factory=dict)
     sources: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
@@ -194,7 +198,8 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
     cache: dict = {}
     acc: dict = {}
     st_acc: dict = {}
-    total = live_total = 0
+    total = live_total = peak_total = 0
+    has_peak = totals is None or PEAK_KEY in totals
     by_line = grouping == "line"
     for i, st in enumerate(stacks):
         vals = stack_counts(st)
@@ -224,9 +229,15 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         n, live = vals[SAMPLES], vals[LIVE]
         a = acc.get(key)
         if a is None:
-            a = acc[key] = [key, fl, fn, line if by_line else None, 0, 0, {}, {}, {}]
+            a = acc[key] = [key, fl, fn, line if by_line else None, 0, 0, {}, {}, {}, 0]
         a[4] += n
         a[5] += live
+        pk = peak_of(st, i, path)
+        if pk is None:
+            has_peak = False
+        else:
+            a[9] += pk
+            peak_total += pk
         if n:
             d = a[6]
             d[line] = d.get(line, 0) + n
@@ -247,10 +258,12 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         total += n
         live_total += live
     if totals is not None and (totals.get("samples") != total
-                               or totals.get("live_samples") != live_total):
+                               or totals.get("live_samples") != live_total
+                               or totals.get(PEAK_KEY, peak_total) != peak_total):
         raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
                          f"stacks (truncated file?); regenerate it with the memprof-ci runtime")
-    return [tuple(a) for a in acc.values()], total, live_total, st_acc
+    return ([tuple(a) for a in acc.values()], total, live_total, st_acc,
+            peak_total if has_peak else None)
 
 
 def frame_label(function, file) -> str:
@@ -315,7 +328,9 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
                     sources=[p.path for p in profiles])
     acc: dict = {}
     st_acc: dict = {}
-    for p, (sites, total, live, stacks) in parts:
+    peaks = []
+    for p, (sites, total, live, stacks, peak) in parts:
+        peaks.append(peak)
         for k, v in stacks.items():
             t = st_acc.get(k)
             if t is None:
@@ -331,17 +346,20 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
         for t in sites:
             a = acc.get(t[0])
             if a is None:
-                acc[t[0]] = [t[1], t[2], t[3], t[4], t[5], dict(t[6]), dict(t[7]), dict(t[8])]
+                acc[t[0]] = [t[1], t[2], t[3], t[4], t[5], dict(t[6]), dict(t[7]), dict(t[8]),
+                             t[9]]
                 continue
             a[3] += t[4]
             a[4] += t[5]
+            a[8] += t[9]
             for d, src in ((a[5], t[6]), (a[6], t[7]), (a[7], t[8])):
                 for k, v in src.items():
                     d[k] = d.get(k, 0) + v
     for key, a in acc.items():
         agg.sites[key] = Site(key=key, file=a[0], function=a[1], line=a[2], samples=a[3],
-                              live_samples=a[4], lines=Counter(a[5]),
+                              live_samples=a[4], peak_samples=a[8], lines=Counter(a[5]),
                               live_lines=Counter(a[6]), via=Counter(a[7]))
+    agg.total_peak = None if None in peaks else sum(peaks)
     agg.gc = mean_gc(agg.gc_runs)
     agg.stacks, agg.stacks_other = truncate_stacks(st_acc)
     return agg
@@ -390,7 +408,7 @@ def mean_gc(runs: list[dict]) -> dict:
     if not runs:
         return {}
     out = {}
-    for k in GC_KEYS:
+    for k in GC_KEYS + tuple(k for k in GC_OPTIONAL_KEYS if all(k in r for r in runs)):
         m = sum(r[k] for r in runs) / len(runs)
         # Deterministic programs give equal totals per seed: keep them exact ints.
         out[k] = int(m) if m == int(m) else m

@@ -137,8 +137,11 @@ def _callers(agg: Aggregate, check: str) -> dict:
 
 
 def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
-    """The GC totals compared with the benchmark's tolerances."""
-    return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, bench.gc_timing_tolerance)
+    """The GC totals compared with the benchmark's tolerances: the counters
+    that follow GC timing get gc_timing_tolerance unless the benchmark is
+    declared gc_exact (STATISTICS.md)."""
+    timing = bench.gc_tolerance if bench.gc_exact else bench.gc_timing_tolerance
+    return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, timing)
 
 
 def gc_failure(name: str, rows: list) -> str | None:
@@ -151,11 +154,20 @@ def gc_failure(name: str, rows: list) -> str | None:
     return f"benchmark {name!r}: GC totals above tolerance: " + "; ".join(parts)
 
 
+def _count(s, check: str) -> int:
+    return {"alloc": s.samples, "live": s.live_samples, "peak": s.peak_samples}[check]
+
+
+def _total(agg: Aggregate, check: str) -> int:
+    return {"alloc": agg.total_samples, "live": agg.total_live,
+            "peak": agg.total_peak or 0}[check]
+
+
 def _site_map(agg: Aggregate, check: str) -> dict:
     out = {}
     for k, s in agg.sites.items():
-        n = s.samples if check == "alloc" else s.live_samples
-        if n == 0 and check == "live":
+        n = _count(s, check)
+        if n == 0 and check != "alloc":
             continue
         top_via = s.via.most_common(1)[0][0] if s.via else None
         lines = s.lines if check == "alloc" else s.live_lines
@@ -165,8 +177,9 @@ def _site_map(agg: Aggregate, check: str) -> dict:
 
 
 def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
-    ct = cur.total_samples if check == "alloc" else cur.total_live
-    bt = base.total_samples if check == "alloc" else base.total_live
+    """Rows of the `alloc`, `live` (at exit) or `peak` (live at the peak)
+    check: the same test on each site's counts of that kind."""
+    ct, bt = _total(cur, check), _total(base, check)
     rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
                            ct, bt, cur.exposure, base.exposure, params)
     # Caller chains, for telling a rename from a new site: only where one
@@ -180,16 +193,40 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     return rows
 
 
-def check_outcome(rows: list, check: str, name: str) -> dict:
+def check_outcome(rows: list, check: str, name: str, summary: dict | None = None) -> dict:
     regs = [r for r in rows if r.get("status") == "regression"]
     if not regs:
         return {"outcome": "passed", "message": ""}
-    return {"outcome": "failed", "message": regression_message(name, check, regs)}
+    msg = regression_message(name, check, regs)
+    if check == "peak" and summary:
+        msg = f"benchmark {name!r}: {peak_line(summary, regs)}\n{msg}"
+    return {"outcome": "failed", "message": msg}
+
+
+def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
+    """Sampled live words at the peak (estimated: samples / exposure), both
+    sides, for the peak check's report line."""
+    return {"baseline_words": (base.total_peak or 0) / base.exposure,
+            "current_words": (cur.total_peak or 0) / cur.exposure}
+
+
+def peak_line(summary: dict, regs: list) -> str:
+    """`peak: +4.4 M words; held by `Prog.phase` (+4.3 M words), ...`: the
+    change of the sampled live words at the peak, and the sites holding it."""
+    from .report import fmt_words, worst_first
+    c, b = summary["current_words"], summary["baseline_words"]
+    held = ", ".join(f"`{r['function'] or r['site']}` "
+                     f"({fmt_words((r['current_bytes'] - r['baseline_bytes']) / WORD_BYTES, True)})"
+                     for r in worst_first(regs)[:3])
+    more = f" and {len(regs) - 3} more" if len(regs) > 3 else ""
+    return (f"peak: {fmt_words(c - b, True)}; held by {held or 'no single site'}{more} "
+            f"(sampled live words at the peak {fmt_words(b)} -> {fmt_words(c)})")
 
 
 def regression_message(name: str, check: str, regs: list) -> str:
     from .report import fmt_bytes, fmt_delta, fmt_p, worst_first
-    what = "allocate" if check == "alloc" else "retain at exit"
+    what = {"alloc": "allocate", "live": "retain at exit",
+            "peak": "hold at the peak"}[check]
     head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
     body = [f"  {r['site']}{' (via ' + r['via'] + ')' if r.get('via') else ''}"
             f"{' (renamed or moved from ' + r['renamed_from'] + ')' if r.get('renamed_from') else ''}: "
@@ -198,9 +235,9 @@ def regression_message(name: str, check: str, regs: list) -> str:
     return "\n".join([head] + body)
 
 
-_CHECK_OF = {"alloc": "alloc_sites", "live": "live"}
+_CHECK_OF = {"alloc": "alloc_sites", "live": "live", "peak": "peak"}
 # Checks whose failure a maintainer's accept label can turn into "accepted".
-ACCEPTABLE = ("alloc_sites", "live", "gc_totals", "overhead")
+ACCEPTABLE = ("alloc_sites", "live", "peak", "gc_totals", "overhead")
 
 
 def accept_changes(report: dict) -> None:
@@ -234,7 +271,7 @@ def finalize(report: dict) -> None:
     apply the accept label (accept_changes)."""
     rows = []
     for b in report["benchmarks"].values():
-        for key in ("alloc", "live"):
+        for key in _CHECK_OF:
             rows.extend(b.get(key) or [])
     decide_family(rows)
     prop = []
@@ -247,7 +284,7 @@ def finalize(report: dict) -> None:
             c = checks.get(check)
             if b.get(key) is not None and c and c["outcome"] in ("passed", "failed",
                                                                   "accepted"):
-                checks[check] = check_outcome(b[key], key, name)
+                checks[check] = check_outcome(b[key], key, name, b.get("peak_summary"))
     accept_changes(report)
 
 
@@ -268,11 +305,14 @@ def diff_baselines(trusted: dict, proposed: dict) -> dict:
             ps = p.sites[k].samples if k in p.sites else 0
             tl = t.sites[k].live_samples if k in t.sites else 0
             pl = p.sites[k].live_samples if k in p.sites else 0
-            if ts == ps and tl == pl:
+            tk = t.sites[k].peak_samples if k in t.sites else 0
+            pk = p.sites[k].peak_samples if k in p.sites else 0
+            if ts == ps and tl == pl and tk == pk:
                 continue
             tb, pb = t.bytes_of(ts), p.bytes_of(ps)
             sites.append({"site": k, "trusted_samples": ts, "proposed_samples": ps,
                           "trusted_live_samples": tl, "proposed_live_samples": pl,
+                          "trusted_peak_samples": tk, "proposed_peak_samples": pk,
                           "trusted_bytes": tb, "proposed_bytes": pb,
                           "ratio": (pb / tb) if tb else None})
         sites.sort(key=lambda s: (-abs(s["proposed_bytes"] - s["trusted_bytes"]), s["site"]))
@@ -302,12 +342,16 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
             "alloc": site_rows(name, "alloc", b, a, params),
             "live": site_rows(name, "live", b, a, params),
             "gc": stats.gc_compare(a.gc, b.gc, gc_tolerance, gc_timing_tolerance)}
+        if a.total_peak is not None and b.total_peak is not None:
+            r["peak"] = site_rows(name, "peak", b, a, params)
+            r["peak_summary"] = peak_summary(b, a)
         if a.rate != b.rate or a.runs != b.runs:
             r["notes"].append(f"different exposure: A rate={a.rate} x {a.runs} run(s), "
                               f"B rate={b.rate} x {b.runs} run(s); the test accounts for it")
         gc_msg = gc_failure(name, r["gc"])
         r["checks"] = {"alloc_sites": {"outcome": "passed", "message": ""},
                        "live": {"outcome": "passed", "message": ""},
+                       **({"peak": {"outcome": "passed", "message": ""}} if "peak" in r else {}),
                        "gc_totals": {"outcome": "failed" if gc_msg else "passed",
                                      "message": gc_msg or ""}}
     finalize(rep)

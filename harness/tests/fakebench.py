@@ -4,7 +4,9 @@ Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--work S] [--no-
                    [--garbage] [--version V] [--count FILE]
                    [--slow-when-profiled S] [--slow-first-timed N FILE [--burst S]]
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
-"words": W, "live": fraction}) and GC totals.  It reads OCAMLMEMPROF like the
+"words": W, "live": fraction, optionally "peak": fraction live at the peak,
+at least "live"; with no "peak" anywhere the profile records none) and GC
+totals.  It reads OCAMLMEMPROF like the
 runtime does and writes a version-1 profile whose per-stack samples are
 Poisson(rate * words) draws from an RNG seeded by the OCAMLMEMPROF seed, so
 runs are deterministic per seed.  Invariant: the written profile satisfies the
@@ -93,6 +95,9 @@ def main():
     stacks = []
     keys = ("blocks", "samples", "words", "minor_samples", "major_samples", "marshal_samples",
             "custom_samples", "promoted_samples", "collected_samples", "live_samples")
+    with_peak = any("peak" in s for s in spec["sites"])
+    if with_peak:
+        keys = keys[:-1] + ("peak_live_samples", "live_samples")
     totals = dict.fromkeys(keys, 0)
     for s in spec["sites"]:
         n = int(rng.poisson(rate * s["words"]))
@@ -103,6 +108,9 @@ def main():
               "words": 4 * n, "minor_samples": n, "major_samples": 0, "marshal_samples": 0,
               "custom_samples": 0, "promoted_samples": live, "collected_samples": n - live,
               "live_samples": live}
+        if with_peak:
+            extra = max(0.0, s.get("peak", 0.0) - s.get("live", 0.0))
+            st["peak_live_samples"] = live + int(rng.binomial(n - live, min(1.0, extra)))
         stacks.append(st)
         for k in keys:
             totals[k] += st[k]

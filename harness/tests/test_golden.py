@@ -107,7 +107,7 @@ def test_identical_comparison_prints_headline_and_status_table_only():
     rep["verdict"] = verdict.verdict(rep)
     lines = render_terminal(rep).splitlines()
     assert lines[0] == "memprof-ci: no regression in 1 benchmark(s)"
-    assert lines[1:] == ["", "benchmark  alloc_sites  gc_totals  live  overhead",
+    assert lines[1:] == ["", "benchmark  alloc_sites  gc_totals  live  peak  overhead",
                          lines[3], lines[4]] and lines[4].startswith("identical  ok")
 
 

@@ -46,7 +46,7 @@ static const char *const count_keys[N_COUNTS + 1] = {
   "\"blocks\":", "\"samples\":", "\"words\":",
   "\"minor_samples\":", "\"major_samples\":", "\"marshal_samples\":",
   "\"custom_samples\":", "\"promoted_samples\":",
-  "\"collected_samples\":", "\"live_samples\":",
+  "\"collected_samples\":", "\"peak_live_samples\":", "\"live_samples\":",
 };
 
 struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
@@ -61,6 +61,17 @@ struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
   g.minor_collections = atomic_load(&caml_minor_collections_count);
   g.major_collections = caml_major_cycles_completed;
   g.compactions = atomic_load(&caml_compactions_count);
+  /* As OCAMLRUNPARAM=v=0x400 reports them at exit (sys.c): the heap
+   * statistics sampled at the last cycle end, or this domain's own
+   * heap when no cycle has ended. */
+  g.heap_words = s.heap_stats.pool_words + s.heap_stats.large_words;
+  if (g.heap_words == 0) {
+    g.heap_words = Wsize_bsize(caml_heap_size(Caml_state->shared_heap));
+  }
+  g.top_heap_words = s.heap_stats.pool_max_words + s.heap_stats.large_max_words;
+  if (g.top_heap_words == 0) {
+    g.top_heap_words = caml_top_heap_words(Caml_state->shared_heap);
+  }
   return g;
 }
 
@@ -198,6 +209,8 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_field(b, false, "minor_collections", g->minor_collections);
   caml_memprof_buf_field(b, false, "major_collections", g->major_collections);
   caml_memprof_buf_field(b, false, "compactions", g->compactions);
+  caml_memprof_buf_field(b, false, "heap_words", g->heap_words);
+  caml_memprof_buf_field(b, false, "top_heap_words", g->top_heap_words);
   caml_memprof_buf_lit(b, "},\n");
   caml_memprof_buf_lit(b, "\"totals\":{");
   add_counts(b, total);

@@ -25,12 +25,24 @@
  *    (runtime-patch/format/profile-format.md). The program's exit
  *    status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
- * 5. With trace= (memprof_ctf.c), each sampled block also goes into
+ * 5. Peak (memprof_tracker.h): `live_total` counts the samples
+ *    allocated and not yet reported dead, over all sites (one relaxed
+ *    atomic, moved by `alloc` and `dealloc`); a site's own live count
+ *    is its samples minus its collected. At each major cycle end
+ *    (caml_memprof_tracker_cycle_end, called by major_gc.c in the
+ *    stop-the-world section that every domain has reached after its
+ *    cycle-end memprof work and minor collection), and once more at
+ *    exit once the live set is judged, a total above the highest seen
+ *    so far becomes the new peak: every site's live count is copied
+ *    into its COUNT_PEAK_LIVE slot. The cost is one pass over the
+ *    sites per new maximum. Cycle ends run by the exit sequence itself
+ *    are not candidates, so the walk and the GC judge alike.
+ * 6. With trace= (memprof_ctf.c), each sampled block also goes into
  *    the memtrace trace: memprof then keeps the trace's record of the
  *    block (its site and object id) instead of the site itself; the
  *    profile is the same. The trace is finished after the judgment of
  *    design 4, before the profile is written (none without out=).
- * 6. This file holds the sample path (sites, callbacks) and the
+ * 7. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
  *    memprof_outfile.c. Everything after the snapshot runs on the
@@ -186,9 +198,12 @@ Caml_inline void bump(struct site *s, int c, uintnat n)
   atomic_fetch_add_explicit(&s->count[c], n, memory_order_relaxed);
 }
 
+/* Design 5: sampled blocks not yet reported dead, all sites. */
+static atomic_uintnat live_total = 0;
+
 /**** The tracker's callbacks (called by memprof.c) ****/
 
-/* Design 5: set once at start, before any sample. */
+/* Design 6: set once at start, before any sample. */
 static bool tracing = false;
 
 static value on_alloc(const struct caml_memprof_c_tracker *t,
@@ -211,6 +226,7 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
     }
     last_site = s;
   }
+  atomic_fetch_add_explicit(&live_total, samples, memory_order_relaxed);
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
     bump(s, CAML_MEMPROF_COUNT_WORDS, wosize);  /* out of heap, no header */
@@ -256,15 +272,46 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
     caml_memprof_ctf_collect(r);
   }
   bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
+  atomic_fetch_sub_explicit(&live_total, samples, memory_order_relaxed);
 }
 
 static const struct caml_memprof_c_tracker tracker = {
   on_alloc, on_promote, on_dealloc
 };
 
+static value profile = Val_unit;   /* generational global root */
+
+/**** Peak (design 5) ****/
+
+static uintnat peak_total = 0;        /* written by one thread at a time */
+static atomic_uintnat peak_frozen = 0;
+
+static void peak_candidate(void)
+{
+  uintnat now = atomic_load_relaxed(&live_total);
+  if (now <= peak_total) return;
+  peak_total = now;
+  struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
+  for (size_t i = 0; t != NULL && i < t->capacity; i++) {
+    struct site *s = atomic_load_relaxed(&t->slot[i]);
+    if (s == NULL) continue;
+    uintnat n = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MINOR])
+      + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MAJOR])
+      + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_CUSTOM]);
+    uintnat dead = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_COLLECTED]);
+    atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
+                         n >= dead ? n - dead : 0);
+  }
+}
+
+void caml_memprof_tracker_cycle_end(void)
+{
+  if (profile == Val_unit || atomic_load_relaxed(&peak_frozen)) return;
+  peak_candidate();
+}
+
 /**** Start ****/
 
-static value profile = Val_unit;   /* generational global root */
 static char **argv_copy = NULL;
 static size_t argc_copy = 0;
 static atomic_uintnat finished = 0;
@@ -329,6 +376,7 @@ int caml_memprof_tracker_finish(int retcode)
   if (atomic_exchange(&finished, 1)) return retcode;
 
   caml_memprof_stop_c(profile);
+  atomic_store_relaxed(&peak_frozen, 1);
   struct caml_memprof_gc_totals g = caml_memprof_read_gc_totals();
 
   /* Reachability at exit, not GC timing, decides "live": by a walk of
@@ -344,6 +392,7 @@ int caml_memprof_tracker_finish(int retcode)
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
+  peak_candidate();   /* the run's end counts as a cycle end */
 
   if (tracing) {
     int terr = caml_memprof_ctf_finish();

@@ -11,6 +11,7 @@
  * 2. Counters: one per kind below, in the order of the format's keys.
  *    COUNT_SAMPLES is not counted but derived here (minor + major +
  *    custom); the format's live_samples (samples - collected) too.
+ *    COUNT_PEAK_LIVE is the tracker's snapshot at the peak.
  * 3. Thread-safety: none; called once, at exit, by one thread.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
@@ -37,6 +38,7 @@ enum {
   CAML_MEMPROF_COUNT_CUSTOM,
   CAML_MEMPROF_COUNT_PROMOTED,        /* samples, by what became of them */
   CAML_MEMPROF_COUNT_COLLECTED,
+  CAML_MEMPROF_COUNT_PEAK_LIVE,       /* samples live at the peak */
   CAML_MEMPROF_N_COUNTS
 };
 
@@ -50,7 +52,8 @@ struct caml_memprof_stack {
 /* The profile's "gc" object. */
 struct caml_memprof_gc_totals {
   uintnat minor_words, promoted_words, major_words,
-          minor_collections, major_collections, compactions;
+          minor_collections, major_collections, compactions,
+          heap_words, top_heap_words;
 };
 
 /* The GC's totals now: exact for this domain and for terminated ones;

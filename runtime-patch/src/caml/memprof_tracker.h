@@ -10,6 +10,10 @@
  *    uncaught exception); only its first call does anything, whichever
  *    thread makes it. It returns the exit status to use: `retcode`, or
  *    2 when the profile could not be written and `retcode` was 0.
+ * 3. `cycle_end` runs at the end of every major cycle, in the
+ *    stop-the-world section, on one domain while the others wait
+ *    (major_gc.c's cycle_major_heap_from_stw_single): the tracker
+ *    takes the live samples of that moment as a peak candidate.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -21,6 +25,7 @@
 
 void caml_memprof_tracker_start(void);
 int caml_memprof_tracker_finish(int retcode);
+void caml_memprof_tracker_cycle_end(void);
 
 #endif /* CAML_INTERNALS */
 

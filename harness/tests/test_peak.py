@@ -1,0 +1,111 @@
+"""The live-at-peak check and the exact GC check, end to end through the CLI
+on fakebench projects: a site that holds more at the peak (same allocation,
+same live set at exit) fails the peak check alone, with the report line
+naming peak memory and the site; an A/A run raises no peak alarm; a
+baseline that records no peak skips the check with a note; the GC check is
+exact (gc_tolerance) for every counter when the benchmark is declared
+gc_exact, and gives the timing counters gc_timing_tolerance otherwise."""
+
+import json
+import os
+
+from harness_testlib import check, no_traceback, project, spec_sites, update
+
+
+def _spec(peak_of_first):
+    sites = spec_sites([4e6, 3e6, 2e6], live=0.05)
+    for s in sites:
+        s["peak"] = 0.1
+    sites[0]["peak"] = peak_of_first
+    return {"sites": sites, "gc": {"minor_words": 9_000_000, "promoted_words": 500_000,
+                                   "major_words": 600_000, "top_heap_words": 800_000}}
+
+
+def _write_spec(tmp_path, spec):
+    with open(os.path.join(str(tmp_path), "held.spec.json"), "w") as fh:
+        json.dump(spec, fh)
+
+
+def _report(tmp_path):
+    with open(os.path.join(str(tmp_path), "rep", "report.json")) as fh:
+        return json.load(fh)["benchmarks"]["held"]
+
+
+def test_holding_more_at_the_peak_fails_the_peak_check_naming_the_site(tmp_path):
+    project(tmp_path, [{"name": "held", "spec": _spec(0.1)}])
+    update(tmp_path)
+    spec = _spec(0.6)
+    spec["salt"] = 1
+    _write_spec(tmp_path, spec)
+    r = check(tmp_path, "--report-dir", "rep")
+    no_traceback(r)
+    assert r.returncode == 1, r.stdout + r.stderr
+    b = _report(tmp_path)
+    assert b["checks"]["peak"]["outcome"] == "failed"
+    assert b["checks"]["alloc_sites"]["outcome"] == "passed"
+    assert b["checks"]["live"]["outcome"] == "passed"
+    assert {x["site"] for x in b["peak"] if x["status"] == "regression"} == {
+        "Main.f0 @ main.ml"}
+    assert "peak: +" in r.stdout and "held by `Main.f0`" in r.stdout, r.stdout
+    md = open(os.path.join(str(tmp_path), "rep", "report.md")).read()
+    assert "### Peak memory" in md
+    # Markdown shows the backticks literally (mdsafe.text makes them inert).
+    assert "held: peak: +" in md and "held by &#96;Main.f0&#96;" in md, md
+    html = open(os.path.join(str(tmp_path), "rep", "report.html")).read()
+    assert "Peak memory" in html and "Main.f0" in html
+
+
+def test_a_a_run_raises_no_peak_alarm(tmp_path):
+    project(tmp_path, [{"name": "held", "spec": _spec(0.3)}])
+    update(tmp_path)
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    b = _report(tmp_path)
+    assert b["checks"]["peak"]["outcome"] == "passed"
+    assert b["peak"] and not any(x["status"] == "regression" for x in b["peak"])
+
+
+def test_baseline_without_peak_skips_the_check_with_a_note(tmp_path):
+    project(tmp_path, [{"name": "held", "spec": _spec(0.1)}])
+    update(tmp_path)
+    path = os.path.join(str(tmp_path), "baselines", "held.json")
+    doc = json.load(open(path))
+    del doc["totals"]["peak_samples"]
+    for s in doc["sites"].values():
+        s.pop("peak_samples")
+    del doc["gc"]["top_heap_words"]
+    for g in doc["gc_runs"]:
+        del g["top_heap_words"]
+    json.dump(doc, open(path, "w"))
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    b = _report(tmp_path)
+    assert b["checks"]["peak"]["outcome"] == "skipped"
+    assert "record no live-at-peak samples" in b["checks"]["peak"]["message"]
+    assert any("without top_heap_words" in n for n in b["notes"]), b["notes"]
+
+
+def _gc_project(tmp_path, exact):
+    bench = {"name": "held", "spec": _spec(0.1)}
+    if exact:
+        bench["gc_exact"] = True
+    project(tmp_path, [bench])
+    update(tmp_path)
+    spec = _spec(0.1)
+    spec["gc"]["promoted_words"] = 530_000     # +6%: over 1%, under 10%
+    spec["gc"]["top_heap_words"] = 848_000     # +6%
+    _write_spec(tmp_path, spec)
+    return check(tmp_path, "--report-dir", "rep")
+
+
+def test_gc_check_is_exact_for_a_gc_exact_benchmark(tmp_path):
+    r = _gc_project(tmp_path, exact=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    msg = _report(tmp_path)["checks"]["gc_totals"]["message"]
+    assert "promoted_words" in msg and "top_heap_words" in msg and "> 1.0%" in msg, msg
+
+
+def test_gc_check_gives_the_timing_counters_the_timing_tolerance(tmp_path):
+    r = _gc_project(tmp_path, exact=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _report(tmp_path)["checks"]["gc_totals"]["outcome"] == "passed"
