@@ -28,7 +28,7 @@ BENCH_BUILD ?= $(ROOT)/_build/benchmarks
 
 # One program per name: benchmarks/<name>.ml -> _build/benchmarks/<name>.exe
 BENCH_NAMES := lists stackmap closures strings hashtables mapset floats \
-  major_arrays marshal_rt bigarrays leak promote domains systhreads
+  major_arrays marshal_rt bigarrays leak promote domains systhreads bdd
 
 # Extra compile/link flags per program.
 BENCH_FLAGS_systhreads := -I +unix -I +threads

@@ -45,6 +45,10 @@
 #   - nothing from the tested commit or the run directories is executed;
 #   - a missing run directory, a build job that did not succeed or an
 #     unreadable label payload makes the verdict an error (2), never a pass;
+#   - the memtrace CTF traces the build job kept beside its profiles
+#     (RUN_DIR/profiles/*.ctf, one seed per benchmark) are copied, as data
+#     for a reviewer's memtrace_viewer, into OUT/traces/: regular files
+#     only, never read or run here;
 #   - OUT/report.md always exists afterwards; exit status and OUT/exit-status
 #     are the normalised verdict (0 pass, 1 regression, 2 error); `status=N`
 #     is appended to $GITHUB_OUTPUT when set.
@@ -274,6 +278,13 @@ else
   rm -f "$out/report.json"
 fi
 case "$status" in 0|1) ;; *) status=2 ;; esac
+for d in "${run_dirs[@]}"; do
+  [ -d "$d/profiles" ] || continue
+  find "$d/profiles" -maxdepth 1 -type f -name '*.ctf' -print0 |
+    while IFS= read -r -d '' f; do
+      mkdir -p "$out/traces" && cp -- "$f" "$out/traces/"
+    done
+done
 if [ "$forced_error" = 1 ] && [ "$status" = 0 ]; then status=2; fi
 
 set +e

@@ -9,7 +9,8 @@ Measures what profiling costs, for every benchmark of the manifest:
    and OCAMLMEMPROF_OCAML_OUT=<tmp>, so that it too writes a per-stack
    profile at exit) against that binary with the variables unset, for each
    rate (default 1e-5, 1e-4, 1e-3, 1e-2); plus the cost per sample at 1e-2
-   of both trackers and their ratio;
+   of both trackers and their ratio, and the C tracker's wall time per
+   sample at every rate, reported beside its instructions per sample;
 2. instruction counts (valgrind --tool=callgrind, "Collected : N") at the
    suite's size (--callgrind-scale): C tracker at 1e-4 against off, and the
    stock-built binary against the patched-built binary with OCAMLMEMPROF

@@ -74,6 +74,13 @@ def cost_ratio_ci(c: dict, o: dict) -> tuple[float, float] | None:
     return stats[int(0.025 * n)], stats[int(math.ceil(0.975 * n)) - 1]
 
 
+def _ns_per_sample(t: dict, k: str) -> float | None:
+    """(median on − median off) / samples at rate key k, in ns; None
+    without a sample count."""
+    s = t[k].get("samples")
+    return (t[k]["median_s"] - t["off"]["median_s"]) / s * 1e9 if s else None
+
+
 def analyse_timing(timing: dict, pre: dict, rates: list[float]) -> dict:
     """{"c"|"ocaml": {rate key: overhead and interval}, "cost_per_sample": ...}
     from time_benchmark's output and preflight's OCaml sample counts."""
@@ -86,6 +93,8 @@ def analyse_timing(timing: dict, pre: dict, rates: list[float]) -> dict:
             est, lo, hi = overhead_ci(on, off)
             res[tracker][k] = {"overhead": est, "ci_low": lo, "ci_high": hi,
                                "runs_on": len(on), "runs_off": len(off)}
+            if tracker == "c":
+                res["c"][k]["ns_per_sample"] = _ns_per_sample(timing["c"], k)
     for rate in rates:
         timing["ocaml"][rate_key(rate)]["samples"] = pre["ocaml_samples"].get(rate_key(rate))
     k = rate_key(COST_RATE)

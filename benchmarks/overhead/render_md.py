@@ -174,11 +174,43 @@ def _callgrind_tables(callgrind: dict) -> list[str]:
     return L
 
 
+def _per_rate_table(results: dict, callgrind: dict | None, ks: list[str]) -> list[str]:
+    """The C tracker's wall time per sample at every rate, beside its
+    instructions per sample at CALLGRIND_RATE and COST_RATE (callgrind), so
+    that a gap between time and instructions shows."""
+    kcg, kc = rate_key(CALLGRIND_RATE), rate_key(COST_RATE)
+    L = ["## C tracker: time and instructions per sample\n",
+         "Wall ns/sample = (median_on − median_off) / samples at each rate; "
+         "Ir/sample from callgrind (at 1e-4 at the callgrind size, at "
+         f"{kc} at the cost size).\n",
+         "| benchmark | " + " | ".join(f"ns/sample {k}" for k in ks)
+         + f" | Ir/sample {kcg} | Ir/sample {kc} |",
+         "| --- |" + " ---: |" * (len(ks) + 2)]
+
+    def f(x):
+        return "n/a" if x is None else f"{x:,.0f}"
+    for n, r in results.items():
+        if "error" in r:
+            continue
+        c = r["analysis"]["c"]
+        e = (callgrind or {}).get(n) or {}
+        cfg = e.get("configs", {})
+        on, off = cfg.get(f"c_{kcg}", {}), cfg.get("off", {})
+        smp = on.get("samples")
+        ir_lo = ((on["median"] - off["median"]) / statistics.median(smp)
+                 if smp and on.get("median") and off.get("median") else None)
+        ir_hi = ((e.get("cost_per_sample") or {}).get("c") or {}).get("ir_per_sample")
+        L.append(f"| {n} | " + " | ".join(f(c.get(k, {}).get("ns_per_sample")) for k in ks)
+                 + f" | {f(ir_lo)} | {f(ir_hi)} |")
+    L.append("")
+    return L
+
+
 def render_markdown(meta: dict, results: dict, rates: list[float],
                     callgrind: dict | None, summary: list[dict]) -> str:
     ks = [rate_key(r) for r in rates]
     L = _header(meta, callgrind) + _summary(summary) + _wall_tables(results, ks)
-    L += _cost_table(results, ks)
+    L += _cost_table(results, ks) + _per_rate_table(results, callgrind, ks)
     if callgrind is not None:
         L += _callgrind_tables(callgrind)
     errs = [(n, r["error"]) for n, r in results.items() if "error" in r]

@@ -157,3 +157,25 @@ def test_the_manifest_is_read_by_the_harness(tmp_path, capsys):
     assert e.value.code == 2
     assert f"{m}: benchmark 'a': unknown key `bogus`; allowed: name, command" in err
     assert not (tmp_path / "out").exists()          # nothing ran, nothing written
+
+
+def test_time_per_sample_at_every_rate_sits_beside_instructions_per_sample():
+    """Item of the report: wall ns/sample at each rate from the C profile's
+    sample count, next to callgrind's instructions per sample."""
+    from overhead import render_md
+    rates = [1e-4, 1e-2]
+    off = [1.00, 1.00, 1.00]
+    timing = {"c": {**_timing([1.002] * 3, off, 10, "1e-4"), **_timing([1.1] * 3, off, 1000)},
+              "ocaml": {**_timing([1.01] * 3, off, None, "1e-4"),
+                        **_timing([1.5] * 3, off, None)}}
+    pre = {"c_check_samples": 10, "ocaml_samples": {"1e-4": 10, "1e-2": 1000}}
+    res = analysis.analyse_timing(timing, pre, rates)
+    assert res["c"]["1e-4"]["ns_per_sample"] == pytest.approx(200_000)
+    assert res["c"]["1e-2"]["ns_per_sample"] == pytest.approx(100_000)
+    results = {"lists": {"analysis": res}, "broken": {"error": "boom"}}
+    cg = _callgrind(["lists"], set())
+    cg["lists"]["configs"]["c_1e-4"]["samples"] = [3000]
+    meta = {**META, "rates": ["1e-4", "1e-2"], "valgrind": "v", "callgrind_scale": 1.0,
+            "callgrind_repeats": 1}
+    md = render_md.render_markdown(meta, results, rates, cg, [])
+    assert "| lists | 200,000 | 100,000 | 2,000 | 100,000 |" in md.splitlines()

@@ -1,7 +1,9 @@
 """Running benchmarks under the profiling runtime and collecting profiles.
 
 Each benchmark runs once per seed with OCAMLMEMPROF=rate=..,seed=..,frames=..,
-out=<dir>/<bench>.<seed>.json.  Invariants: a stale profile is removed before
+out=<dir>/<bench>.<seed>.json; the first seed's run also writes the
+memtrace CTF trace <dir>/<bench>.<seed>.ctf (trace=), for a reviewer to open
+in memtrace_viewer; the judge never reads it.  Invariants: a stale profile is removed before
 each run so a run that writes nothing can never be mistaken for a result;
 every failure (missing command, crash, non-zero exit, timeout, no profile,
 profile taken with other settings) raises InfraError or InputError with the
@@ -21,8 +23,10 @@ from .sites import Aggregate, aggregate_paths
 STDERR_TAIL = 600
 
 
-def memprof_env_value(rate: float, seed: int, frames: int, out: str) -> str:
-    return f"rate={rate!r},seed={seed},frames={frames},out={out}"
+def memprof_env_value(rate: float, seed: int, frames: int, out: str,
+                      trace: str | None = None) -> str:
+    spec = f"rate={rate!r},seed={seed},frames={frames},out={out}"
+    return spec + f",trace={trace}" if trace else spec
 
 
 def bench_env(bench, extra: dict | None = None) -> dict:
@@ -44,12 +48,15 @@ def _tail(data) -> str:
     return "stderr tail: " + text.replace("\n", " | ")
 
 
-def run_once(bench, seed: int, out_dir: str) -> str:
+def run_once(bench, seed: int, out_dir: str, trace: bool = False) -> str:
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{bench.name}.{seed}.json")
-    if os.path.lexists(out):
-        os.unlink(out)
-    env = bench_env(bench, {"OCAMLMEMPROF": memprof_env_value(bench.rate, seed, bench.frames, out)})
+    ctf = os.path.join(out_dir, f"{bench.name}.{seed}.ctf") if trace else None
+    for stale in (out, ctf):
+        if stale and os.path.lexists(stale):
+            os.unlink(stale)
+    env = bench_env(bench, {"OCAMLMEMPROF": memprof_env_value(bench.rate, seed, bench.frames,
+                                                              out, ctf)})
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")
@@ -92,7 +99,7 @@ def run_once(bench, seed: int, out_dir: str) -> str:
 
 def collect(bench, out_dir: str) -> Aggregate:
     """Run every seed, validate the profiles and sum them into sites."""
-    paths = [run_once(bench, seed, out_dir) for seed in bench.seeds]
+    paths = [run_once(bench, seed, out_dir, trace=i == 0) for i, seed in enumerate(bench.seeds)]
     return _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
 
 

@@ -1,5 +1,6 @@
-"""Reading the two sides of `memprof-ci compare`: a profile, a baseline, or
-a directory of either, as {benchmark: sites.Aggregate}.
+"""Reading the two sides of `memprof-ci compare`: a profile, a memtrace CTF
+trace (ctf_profile.py), a baseline, or a directory of profiles or baselines,
+as {benchmark: sites.Aggregate}.
 
 Invariants: every file is validated by its own loader (profile.py,
 baseline.py) before use; a directory must hold only profiles or only
@@ -12,6 +13,7 @@ import os
 import re
 
 from .baseline import is_baseline_doc, parse_baseline
+from .ctf_profile import is_ctf_file, load_ctf
 from .errors import InputError
 from .profile import is_profile_doc, load_json, parse_profile, profile_files
 from .sites import Aggregate, aggregate, aggregate_paths
@@ -44,6 +46,10 @@ def load_side(path: str, grouping: str) -> dict:
         if baselines:
             return baselines
         return {k: aggregate_paths(v, grouping, k) for k, v in sorted(profiles.items())}
+    if is_ctf_file(path):
+        name = os.path.basename(path)
+        name = name[:-4] if name.endswith(".ctf") else name
+        return {name: aggregate([load_ctf(path)], grouping, name)}
     doc = load_json(path, "profile or baseline")
     if is_baseline_doc(doc):
         b = parse_baseline(doc, path)

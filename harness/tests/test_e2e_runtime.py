@@ -67,3 +67,27 @@ def test_end_to_end_detects_exactly_the_changed_site(tmp_path):
     assert 1.2 < row["ratio"] < 1.4
     # The line shift created no new site.
     assert not [x for x in rows if x["baseline_samples"] == 0 and x["current_samples"] > 50]
+
+
+@pytest.mark.needs_runtime
+def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
+    """`memprof-ci profile` (the gate's build job) writes the first seed's
+    memtrace trace next to its profile, with the same counts."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    from memprof_ci.ctf_profile import load_ctf
+    work = str(tmp_path)
+    (tmp_path / "benchmarks.toml").write_text(MANIFEST)
+    build(work, "alloc_base.ml")
+    r = run_cli(["profile", "--manifest", "benchmarks.toml", "--out", "run", "--no-overhead"],
+                cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    profiles = tmp_path / "run" / "profiles"
+    assert sorted(p.name for p in profiles.iterdir()) == [
+        "alloc.1.ctf", "alloc.1.json", "alloc.2.json", "alloc.3.json"]
+    prof = json.load(open(profiles / "alloc.1.json"))
+    from memprof_ci.profile import COUNT_KEYS
+    tr = load_ctf(str(profiles / "alloc.1.ctf"))
+    assert tr.totals == {k: prof["totals"][k] for k in COUNT_KEYS}
+    r = run_cli(["compare", str(profiles / "alloc.1.json"), str(profiles / "alloc.1.ctf")])
+    assert r.returncode == 0, r.stdout + r.stderr

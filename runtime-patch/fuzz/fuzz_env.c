@@ -10,7 +10,9 @@
  *    - success: the rate is finite and in (0, 1] when tracking, the
  *      defaults hold otherwise, frames is in 1..4096, `out` is a
  *      non-empty path without a space, comma or control character,
- *      either the default or inside the setting, and the setting had
+ *      either the default or inside the setting (or absent, only when
+ *      `trace` is given), `trace` is such a path inside the setting or
+ *      absent, and the setting had
  *      no whitespace, control byte or empty item; the values, written
  *      back as a setting and parsed again, give the same result.
  *    - failure: the message is one line of printable ASCII that
@@ -41,19 +43,25 @@ static void check(bool ok, const char *what, const char *spec)
   abort();
 }
 
+static bool same_path(const char *a, const char *b)
+{
+  return (a == NULL || b == NULL) ? a == b : strcmp(a, b) == 0;
+}
+
 static bool same_env(const struct caml_memprof_env *a,
                      const struct caml_memprof_env *b)
 {
   return a->seeded == b->seeded && a->seed == b->seed
     && a->tracking == b->tracking && a->rate == b->rate
-    && a->frames == b->frames && strcmp(a->out, b->out) == 0
-    && a->live_by_gc == b->live_by_gc;
+    && a->frames == b->frames && same_path(a->out, b->out)
+    && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc;
 }
 
 /* `env` written back as a setting, in canonical form. */
 static char *canonical(const struct caml_memprof_env *env)
 {
-  size_t cap = strlen(env->out) + 160, n = 0;
+  size_t cap = (env->out ? strlen(env->out) : 0)
+    + (env->trace ? strlen(env->trace) : 0) + 170, n = 0;
   char *s = malloc(cap);
   if (s == NULL) abort();
   s[0] = '\0';
@@ -61,12 +69,24 @@ static char *canonical(const struct caml_memprof_env *env)
     n += snprintf(s + n, cap - n, "seed=%llu,", (unsigned long long)env->seed);
   }
   if (env->tracking) {
-    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,out=%s,",
-                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
-                  env->out);
+    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,",
+                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk");
+    if (env->out) n += snprintf(s + n, cap - n, "out=%s,", env->out);
+    if (env->trace) n += snprintf(s + n, cap - n, "trace=%s,", env->trace);
   }
   if (n > 0) s[n - 1] = '\0';           /* the last comma */
   return s;
+}
+
+/* A path value, when present: non-empty, no space, comma or control. */
+static void check_path(const char *orig, const char *path, const char *what)
+{
+  if (path == NULL) return;
+  check(path[0] != '\0', what, orig);
+  for (const char *p = path; *p; p++) {
+    unsigned char c = (unsigned char)*p;
+    check(c > ' ' && c != 0x7f && c != ',', what, orig);
+  }
 }
 
 static void check_success(const char *orig, const char *spec, size_t len,
@@ -78,20 +98,22 @@ static void check_success(const char *orig, const char *spec, size_t len,
           "rate outside (0, 1]", orig);
   } else {
     check(env->rate == 0.0 && env->frames == CAML_MEMPROF_DEFAULT_FRAMES
+          && env->out != NULL
           && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
-          && !env->live_by_gc, "frames, out or live without rate", orig);
+          && !env->live_by_gc && env->trace == NULL,
+          "frames, out, trace or live without rate", orig);
   }
   check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
         "frames out of range", orig);
   check(env->seeded || env->seed == 0, "a seed without seed=", orig);
-  check(env->out[0] != '\0', "empty out", orig);
-  for (const char *p = env->out; *p; p++) {
-    unsigned char c = (unsigned char)*p;
-    check(c > ' ' && c != 0x7f && c != ',', "a bad byte in out", orig);
-  }
-  check(strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
+  check(env->out != NULL || env->trace != NULL, "no out without trace", orig);
+  check_path(orig, env->out, "out");
+  check_path(orig, env->trace, "trace");
+  check(env->out == NULL || strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
         || (env->out >= spec && env->out < spec + len),
         "out neither the default nor in the setting", orig);
+  check(env->trace == NULL || (env->trace >= spec && env->trace < spec + len),
+        "trace not in the setting", orig);
   for (const char *p = orig; *p; p++) {
     unsigned char c = (unsigned char)*p;
     check(c > ' ' && c != 0x7f, "whitespace or a control byte accepted", orig);

@@ -14,8 +14,11 @@
  *      out=PATH   non-empty, no space, comma or control character
  *                 (bytes above 0x7f are allowed); `%p` is the pid and
  *                 `%%` a percent sign, any other `%` is an error
+ *      trace=PATH the same as out=, for the memtrace CTF trace
+ *                 (memprof_ctf.c); given without out=, no profile is
+ *                 written, only the trace
  *      live=walk|gc
- *    `frames`, `out` and `live` need `rate`. The first `=` of an item
+ *    `frames`, `out`, `trace` and `live` need `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
  *    exit. The setting is cut up in place and `out` points into it.
@@ -45,7 +48,7 @@
 #include <string.h>
 #include "caml/memprof_env_parse.h"
 
-#define KEYS "(keys: seed, rate, frames, out, live)"
+#define KEYS "(keys: seed, rate, frames, out, trace, live)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -191,25 +194,40 @@ static bool parse_frames(struct msg *m, const char *val,
   return true;
 }
 
-static bool parse_out(struct msg *m, const char *val,
-                      struct caml_memprof_env *env)
+/* A path template of `key` (out, trace): design 1. */
+static bool check_path(struct msg *m, const char *key, const char *val)
 {
-  if (*val == '\0') return bad_value(m, "out", val, "expected a file path");
+  if (*val == '\0') return bad_value(m, key, val, "expected a file path");
   for (const char *p = val; *p != '\0'; p++) {
     unsigned char c = (unsigned char)*p;
     if (c <= ' ' || c == 0x7f) {
-      return bad_value(m, "out", val, "a path with a space or a control "
+      return bad_value(m, key, val, "a path with a space or a control "
                        "character cannot be given");
     }
     if (c == '%') {
       if (p[1] != 'p' && p[1] != '%') {
-        return bad_value(m, "out", val, "only %p (the pid) and %% may "
+        return bad_value(m, key, val, "only %p (the pid) and %% may "
                          "follow a percent sign");
       }
       p++;
     }
   }
+  return true;
+}
+
+static bool parse_out(struct msg *m, const char *val,
+                      struct caml_memprof_env *env)
+{
+  if (!check_path(m, "out", val)) return false;
   env->out = val;
+  return true;
+}
+
+static bool parse_trace(struct msg *m, const char *val,
+                        struct caml_memprof_env *env)
+{
+  if (!check_path(m, "trace", val)) return false;
+  env->trace = val;
   return true;
 }
 
@@ -229,9 +247,9 @@ typedef bool (*value_parser)(struct msg *, const char *,
 
 static const struct { const char *key; value_parser parse; } keys[] = {
   { "seed", parse_seed }, { "rate", parse_rate }, { "frames", parse_frames },
-  { "out", parse_out }, { "live", parse_live },
+  { "out", parse_out }, { "live", parse_live }, { "trace", parse_trace },
 };
-enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, N_KEYS };
+enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -242,6 +260,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->frames = CAML_MEMPROF_DEFAULT_FRAMES;
   env->out = CAML_MEMPROF_DEFAULT_OUT;
   env->live_by_gc = false;
+  env->trace = NULL;
 }
 
 bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
@@ -283,12 +302,13 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
 
   if (vals[K_RATE] == NULL) {
     int k = vals[K_OUT] ? K_OUT : vals[K_FRAMES] ? K_FRAMES
-      : vals[K_LIVE] ? K_LIVE : N_KEYS;
+      : vals[K_LIVE] ? K_LIVE : vals[K_TRACE] ? K_TRACE : N_KEYS;
     if (k != N_KEYS) {
       return bad_value(&m, keys[k].key, vals[k],
                        "has no effect without rate=, which starts the "
                        "tracker");
     }
   }
+  if (vals[K_TRACE] != NULL && vals[K_OUT] == NULL) env->out = NULL;
   return true;
 }

@@ -21,7 +21,11 @@
  * 4. The document is streamed through a 1 MiB window
  *    (memprof_jsonbuf.c), never built whole in memory; the caller's
  *    callback renders it (memprof_tracker.c, memprof_profile.c).
- * 5. Thread-safety: no global state; called once, at exit.
+ * 5. A file written as it goes (the trace, memprof_ctf.c) takes the
+ *    same two paths in two steps: caml_memprof_out_create opens it at
+ *    the start, caml_memprof_out_commit closes it and renames it into
+ *    place at the end (or removes it after a failure).
+ * 6. Thread-safety: no global state; each call is made once.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -128,5 +132,31 @@ int caml_memprof_write_out(const char *path, caml_memprof_render_fn render,
  out:
   free(window);
   free(tmp);
+  return err;
+}
+
+int caml_memprof_out_create(const char *path, char **tmp, int *fd)
+{
+  size_t len = strlen(path) + 64;
+  *tmp = NULL;
+  int err = open_in_place(path, fd);
+  if (err != 0 || *fd >= 0) return err;
+  if ((*tmp = malloc(len)) == NULL) return ENOMEM;
+  if ((*fd = create_tmp(path, *tmp, len)) < 0) {
+    err = errno;
+    free(*tmp);
+    *tmp = NULL;
+  }
+  return err;
+}
+
+int caml_memprof_out_commit(const char *path, char *tmp, int fd, int err)
+{
+  if (close(fd) != 0 && err == 0) err = errno ? errno : EIO;
+  if (tmp != NULL) {
+    if (err == 0 && rename(tmp, path) != 0) err = errno;
+    if (err != 0) unlink(tmp);
+    free(tmp);
+  }
   return err;
 }

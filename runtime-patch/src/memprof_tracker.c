@@ -37,7 +37,12 @@
  *    into its COUNT_PEAK_LIVE slot. The cost is one pass over the
  *    sites per new maximum. Cycle ends run by the exit sequence itself
  *    are not candidates, so the walk and the GC judge alike.
- * 6. This file holds the sample path (sites, callbacks) and the
+ * 6. With trace= (memprof_ctf.c), each sampled block also goes into
+ *    the memtrace trace: memprof then keeps the trace's record of the
+ *    block (its site and object id) instead of the site itself; the
+ *    profile is the same. The trace is finished after the judgment of
+ *    design 4, before the profile is written (none without out=).
+ * 7. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
  *    memprof_outfile.c. Everything after the snapshot runs on the
@@ -59,6 +64,7 @@
 #include "caml/major_gc.h"
 #include "caml/memory.h"
 #include "caml/memprof.h"
+#include "caml/memprof_ctf.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_outfile.h"
 #include "caml/memprof_profile.h"
@@ -197,11 +203,16 @@ static atomic_uintnat live_total = 0;
 
 /**** The tracker's callbacks (called by memprof.c) ****/
 
+/* Design 6: set once at start, before any sample. */
+static bool tracing = false;
+
 static value on_alloc(const struct caml_memprof_c_tracker *t,
                       size_t samples, size_t wosize, int source, bool young,
                       const backtrace_slot *callstack, size_t frames)
 {
   (void)t;
+  struct caml_memprof_ctf_block *r = NULL;
+  if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
   /* Loops sample the same stack again and again: a thread's last site
    * is tried first, which needs neither hash nor probe. */
   static CAMLthread_local struct site *last_site = NULL;
@@ -209,7 +220,10 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   if (s == NULL || s->nslots != frames
       || !same_slots(s->slots, callstack, frames)) {
     s = site_of(callstack, frames);
-    if (s == NULL) return Val_unit;
+    if (s == NULL) {
+      caml_memprof_ctf_block_free(r);
+      return Val_unit;
+    }
     last_site = s;
   }
   atomic_fetch_add_explicit(&live_total, samples, memory_order_relaxed);
@@ -225,6 +239,12 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
       bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples);
     }
   }
+  if (r != NULL) {
+    r->site = s;
+    r->id = caml_memprof_ctf_alloc(wosize, samples, source, young,
+                                   callstack, frames);
+    return Val_ptr(r);
+  }
   return Val_ptr(s);
 }
 
@@ -232,14 +252,26 @@ static void on_promote(const struct caml_memprof_c_tracker *t,
                        value data, size_t samples)
 {
   (void)t;
-  bump(Ptr_val(data), CAML_MEMPROF_COUNT_PROMOTED, samples);
+  struct site *s = Ptr_val(data);
+  if (tracing) {
+    struct caml_memprof_ctf_block *r = Ptr_val(data);
+    caml_memprof_ctf_promote(r);
+    s = r->site;
+  }
+  bump(s, CAML_MEMPROF_COUNT_PROMOTED, samples);
 }
 
 static void on_dealloc(const struct caml_memprof_c_tracker *t,
                        value data, size_t samples)
 {
   (void)t;
-  bump(Ptr_val(data), CAML_MEMPROF_COUNT_COLLECTED, samples);
+  struct site *s = Ptr_val(data);
+  if (tracing) {
+    struct caml_memprof_ctf_block *r = Ptr_val(data);
+    s = r->site;
+    caml_memprof_ctf_collect(r);
+  }
+  bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
   atomic_fetch_sub_explicit(&live_total, samples, memory_order_relaxed);
 }
 
@@ -297,6 +329,11 @@ void caml_memprof_tracker_start(void)
     argv_copy[i] = strdup(String_val(Field(argv, i)));
   }
   if (argv_copy == NULL) argc_copy = 0;
+
+  if (env->trace != NULL) {
+    caml_memprof_ctf_start(env->trace, env->rate);
+    tracing = true;
+  }
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(
@@ -371,7 +408,16 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
   }
   peak_candidate();   /* the run's end counts as a cycle end */
 
+  if (tracing) {
+    int terr = caml_memprof_ctf_finish();
+    if (terr != 0) {
+      fprintf(stderr, "%s: cannot write the trace to '%s': %s\n",
+              CAML_MEMPROF_ENV_VAR, caml_memprof_ctf_path(), strerror(terr));
+      if (retcode == 0) retcode = 2;
+    }
+  }
   const char *tmpl = caml_memprof_env()->out;
+  if (tmpl == NULL) return retcode;
   char *path = caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &g);
   if (err != 0) {

@@ -50,6 +50,8 @@ BAD = [
     ("out", ""), ("out", "p%q.json"), ("out", "p%"), ("out", "p.json\n"),
     ("out", "a b.json"), ("out", "p\tq.json"), ("out", "\x1b[31mp.json"),
     ("out", "p\x7f.json"),
+    ("trace", ""), ("trace", "t%q.ctf"), ("trace", "t%"), ("trace", "a b.ctf"),
+    ("trace", "t\x1b.ctf"),
     ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"),
 ]
 
@@ -57,7 +59,7 @@ BAD = [
 @pytest.mark.parametrize("key,value", BAD)
 def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
-    if key in ("frames", "out", "live"):
+    if key in ("frames", "out", "live", "trace"):
         spec = f"rate=0.01,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
@@ -90,6 +92,8 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("frames=4", "'4' for key 'frames': has no effect without rate"),
     ("out=x.json", "'x.json' for key 'out': has no effect without rate"),
     ("live=gc", "'gc' for key 'live': has no effect without rate"),
+    ("trace=t.ctf", "'t.ctf' for key 'trace': has no effect without rate"),
+    ("rate=0.1,trace=a.ctf,trace=a.ctf", "twice"),
 ])
 def test_malformed_spec(build, spec, what):
     res = run(build("hello"), memprof=spec, check=False)

@@ -165,6 +165,22 @@ def test_push_judges_the_committed_state(repo, tmp_path):
     assert js["notes"] == [] and "--proposed-baselines" not in proc.stdout
 
 
+def test_traces_beside_the_profiles_reach_the_report(repo, tmp_path):
+    """The build job's memtrace traces are copied into OUT/traces/; a
+    symlink planted among them is not followed."""
+    r, head = repo
+    run_dir = profile(r, tmp_path / "run")
+    (run_dir / "profiles" / "a.1.ctf").write_bytes(b"\xc1\x1f\xfc\xc1 trace")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not for the report\n")
+    (run_dir / "profiles" / "b.1.ctf").symlink_to(secret)
+    proc, _, _ = judge(r, tmp_path, head, [run_dir], event="push", labels="null")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    traces = tmp_path / "report" / "traces"
+    assert sorted(p.name for p in traces.iterdir()) == ["a.1.ctf"]
+    assert (traces / "a.1.ctf").read_bytes() == b"\xc1\x1f\xfc\xc1 trace"
+
+
 def test_pr_without_changes_passes(repo, tmp_path):
     r, base = repo
     head = pr_merge(r, base, lambda rr: write(rr, "README", "docs\n"))

@@ -33,7 +33,9 @@ struct caml_memprof_env {
   bool tracking;        /* rate= given: the built-in tracker runs */
   double rate;          /* in (0, 1] when tracking */
   int frames;           /* 1 .. CAML_MEMPROF_MAX_FRAMES */
-  const char *out;      /* output path template, %p = pid, %% = % */
+  const char *out;      /* output path template, %p = pid, %% = %;
+                           NULL when trace= is given without out= */
+  const char *trace;    /* CTF trace path template, or NULL */
   bool live_by_gc;      /* live=gc: major cycles decide live at exit */
 };
 

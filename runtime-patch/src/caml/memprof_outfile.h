@@ -7,7 +7,9 @@
  *    whole document into a streaming buffer (caml/memprof_jsonbuf.h)
  *    onto it. The destination only ever holds a complete profile, or
  *    (in place) whatever a failed write left.
- * 2. Thread-safety: no global state; called once, at exit.
+ * 2. A document written as it goes: caml_memprof_out_create at the
+ *    start, caml_memprof_out_commit at the end, on the same two paths.
+ * 3. Thread-safety: no global state; each call is made once.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -33,6 +35,15 @@ typedef bool (*caml_memprof_render_fn)(struct caml_memprof_buf *b,
  * errno (the first failure: open, allocation, write, close, rename). */
 int caml_memprof_write_out(const char *path, caml_memprof_render_fn render,
                            void *data);
+
+/* Open `path` for a document written as it goes: in place (`*tmp`
+ * NULL) or as a new temporary file (its malloc'd name in `*tmp`).
+ * Returns 0 (`*fd` open) or an errno. */
+int caml_memprof_out_create(const char *path, char **tmp, int *fd);
+
+/* Close `fd` and, unless `err` or the close failed, rename `tmp` over
+ * `path` (else remove it); frees `tmp`. Returns 0 or the first errno. */
+int caml_memprof_out_commit(const char *path, char *tmp, int fd, int err);
 
 #endif /* CAML_INTERNALS */
 

@@ -1,0 +1,74 @@
+"""Paired alternating runs of one program, profiled against unprofiled.
+
+Job: the wall-time and CPU-time (user + system) cost of profiling one
+program at one rate, on a machine too noisy for unpaired timings. Each pair
+runs the same binary once with OCAMLMEMPROF=rate=<rate>,seed=1 and once
+without, in alternating order (profiled first on even pairs), and the
+ratio profiled / unprofiled is taken within the pair; the median and the
+range of the ratios are printed with the load average at the end.
+
+Invariants: the program's output is discarded and its profile goes to a
+private temporary directory removed afterwards; a bad argument or a failed
+run is one line on stderr and exit 2. Prints figures only; no thresholds.
+
+Usage: pairs.py PROGRAM 'ARGS' RATE PAIRS
+"""
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _run(argv: list[str], env: dict) -> tuple[float, float]:
+    """(wall s, CPU s) of one run of argv."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
+    t1 = time.perf_counter()
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+    return t1 - t0, cpu
+
+
+def _summary(xs: list[float]) -> str:
+    return f"median {statistics.median(xs):.3f} range {min(xs):.3f}-{max(xs):.3f}"
+
+
+def main(args: list[str]) -> int:
+    if len(args) != 4:
+        print("pairs.py: usage: pairs.py PROGRAM 'ARGS' RATE PAIRS", file=sys.stderr)
+        return 2
+    exe, prog_args, rate_s, pairs_s = args
+    try:
+        rate, pairs = float(rate_s), int(pairs_s)
+    except ValueError:
+        print(f"pairs.py: RATE {rate_s!r} or PAIRS {pairs_s!r} is not a number", file=sys.stderr)
+        return 2
+    if not (0 < rate <= 1) or not (1 <= pairs <= 1000):
+        print("pairs.py: RATE must be in (0, 1] and PAIRS in 1..1000", file=sys.stderr)
+        return 2
+    argv = [exe] + prog_args.split()
+    base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
+    wall, cpu = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        prof = dict(base, OCAMLMEMPROF=f"rate={rate_s},seed=1,out={tmp}/p.json")
+        try:
+            for i in range(pairs):
+                order = (True, False) if i % 2 == 0 else (False, True)
+                res = {p: _run(argv, prof if p else base) for p in order}
+                wall.append(res[True][0] / res[False][0])
+                cpu.append(res[True][1] / res[False][1])
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"pairs.py: running {exe}: {e}", file=sys.stderr)
+            return 2
+    print(f"{os.path.basename(exe)} {prog_args} rate={rate_s} pairs={pairs}: "
+          f"wall {_summary(wall)}; cpu {_summary(cpu)}; load {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+"""A memtrace CTF trace as the harness's in-memory profile.
+
+Job: load_ctf(path) reads a trace (ctf.py decodes it) and returns the same
+profile.Profile that profile.load_profile gives for a JSON profile, so that
+`memprof-ci compare` and the site model treat a trace like a profile.
+
+Invariants:
+- One stack per distinct backtrace; per stack: blocks = alloc events,
+  samples = Σ nsamples, minor/major/custom samples by the event's source
+  (memtrace's external allocations count as custom), words = length + 1
+  per block (length for external ones, which have no header), promoted
+  and collected samples from the promote and collect events of the
+  stack's blocks, live = samples - collected.  For a trace the runtime
+  wrote beside a profile, these equal the profile's counts.
+- Frames are innermost first, inlined frames expanded, as in profile
+  format 1: a backtrace entry with locations L1 (outermost) .. Ln gives
+  Ln .. L1, all but L1 inlined; an entry without locations gives one
+  unknown frame (all fields null).
+- rate comes from the trace info; seed and frames from the context when
+  it is an OCAMLMEMPROF setting (the runtime writes it there), else seed
+  is None and frames the longest backtrace.  The GC counters are unknown
+  and given as 0.
+- Any malformed input raises InputError naming the file (exit 2).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from . import ctf
+from .errors import InputError
+from .profile import COUNT_KEYS, GC_KEYS, Profile
+
+_SETTING = re.compile(r"(?:^|,)(rate|seed|frames)=([0-9.eE+-]+)(?=,|$)")
+DEFAULT_FRAMES = 16      # the runtime's frames= default
+_UNKNOWN = {"file": None, "line": None, "col_start": None, "col_end": None,
+            "function": None, "inlined": False}
+
+
+def is_ctf_file(path: str) -> bool:
+    """Whether the file starts with the CTF magic number."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == ctf.MAGIC.to_bytes(4, "little")
+    except OSError:
+        return False
+
+
+def _frames(bt: tuple, locations: dict, path: str) -> list:
+    out = []
+    for code in reversed(bt):
+        locs = locations.get(code)
+        if locs is None:
+            raise InputError(f"{path}: malformed memtrace trace: backtrace entry "
+                             f"{code:#x} has no location event")
+        if not locs:
+            out.append(dict(_UNKNOWN))
+        for i in range(len(locs) - 1, -1, -1):
+            f, line, c0, c1, fn = locs[i]
+            out.append({"file": f, "line": line, "col_start": c0, "col_end": c1,
+                        "function": fn, "inlined": i > 0})
+    return out
+
+
+def _count(stacks: dict, objs: dict, ev: tuple, path: str) -> None:
+    kind = ev[0]
+    if kind == "alloc":
+        _, oid, length, nsamples, source, bt, _dom = ev
+        st = stacks.get(bt)
+        if st is None:
+            st = stacks[bt] = dict.fromkeys(COUNT_KEYS, 0)
+        st["blocks"] += 1
+        st["samples"] += nsamples
+        st["words"] += length if source == "external" else length + 1
+        key = {"minor": "minor_samples", "major": "major_samples"}.get(source, "custom_samples")
+        st[key] += nsamples
+        early = objs.pop(oid, (None, set()))[1]
+        objs[oid] = (st, nsamples)
+        for k in sorted(early, reverse=True):     # promote, then collect
+            _count(stacks, objs, (k, oid, _dom), path)
+        return
+    _, oid, _dom = ev
+    rec = objs.get(oid)
+    if rec is None or rec[0] is None:
+        # Another domain's packet may come first: settled at its alloc.
+        early = objs.setdefault(oid, (None, set()))[1]
+        if kind in early:
+            raise InputError(f"{path}: malformed memtrace trace: object {oid} has "
+                             f"two {kind} events")
+        early.add(kind)
+        return
+    st, nsamples = rec
+    st["promoted_samples" if kind == "promote" else "collected_samples"] += nsamples
+    if kind == "collect":
+        del objs[oid]
+
+
+def load_ctf(path: str) -> Profile:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e}") from None
+    stacks: dict = {}
+    objs: dict = {}
+    try:
+        info, evs, locations = ctf.events(data)
+        for ev in evs:
+            _count(stacks, objs, ev, path)
+    except ctf.CtfError as e:
+        raise InputError(f"{path}: malformed memtrace trace: {e}") from None
+    orphan = next((k for k, v in objs.items() if v[0] is None), None)
+    if orphan is not None:
+        raise InputError(f"{path}: malformed memtrace trace: object {orphan} is promoted "
+                         f"or collected but never allocated")
+    rate = info["sample_rate"]
+    if not 0 < rate <= 1:
+        raise InputError(f"{path}: malformed memtrace trace: sample rate {rate!r} "
+                         f"is not in (0, 1]")
+    setting = dict(_SETTING.findall(info["context"]))
+    out = []
+    totals = dict.fromkeys(COUNT_KEYS, 0)
+    for bt, st in stacks.items():
+        st["live_samples"] = st["samples"] - st["collected_samples"]
+        for k in COUNT_KEYS:
+            totals[k] += st[k]
+        out.append(dict(st, frames=_frames(bt, locations, path)))
+    depth = max((len(bt) for bt in stacks), default=1)
+    return Profile(path=path, ocaml_version="", backend="native",
+                   argv=[os.path.basename(info["executable"])], rate=float(rate),
+                   seed=int(setting["seed"]) if "seed" in setting and "rate" in setting
+                   else None,
+                   frames=int(setting.get("frames", DEFAULT_FRAMES if "rate" in setting
+                                          else depth)),
+                   gc=dict.fromkeys(GC_KEYS, 0), totals=totals, stacks=out)
