@@ -40,7 +40,8 @@ from collections import Counter
 from . import validate as V
 from .errors import InputError
 from .overhead import parse_record
-from .profile import GC_KEYS, GC_OPTIONAL_KEYS, VERSION as PROFILE_VERSION, load_json
+from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, VERSION as PROFILE_VERSION,
+                      VERSIONS as PROFILE_VERSIONS, load_json)
 from .sites import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
@@ -281,10 +282,11 @@ def parse_baseline(doc, path: str) -> Aggregate:
     if doc.get("version") != VERSION:
         raise InputError(f"{path}: baseline format version {doc.get('version')!r} is not "
                          f"supported (expected {VERSION}); {fix}")
-    if doc.get("profile_format_version") != PROFILE_VERSION:
+    pv = doc.get("profile_format_version")
+    if type(pv) is not int or pv not in PROFILE_VERSIONS:
         raise InputError(f"{path}: baseline was made from profile format version "
-                         f"{doc.get('profile_format_version')!r}, expected "
-                         f"{PROFILE_VERSION}; {fix}")
+                         f"{pv!r}, expected one of "
+                         f"{', '.join(map(str, PROFILE_VERSIONS))}; {fix}")
     try:
         for k in ("benchmark", "config", "totals", "gc", "sites"):
             if k not in doc:

@@ -1,10 +1,14 @@
-"""Reading and validating memprof-ci runtime profiles (format version 1).
+"""Reading and validating memprof-ci runtime profiles (format versions 1 and 2).
 
 A profile is the JSON document one process run writes when OCAMLMEMPROF is
-set (see runtime-patch/format/profile-format.md).  Invariants: load_profile
-either returns a Profile whose structure, counter types and per-stack
-identities have been checked, or raises InputError naming the file; readers
-reject any format/version other than "memprof-ci/profile"/1.
+set (see runtime-patch/format/profile-format.md).  Version 1 spells out each
+stack's frame objects; version 2 lists every frame object once in
+`frame_table` and each stack's frames as indices into it.  Invariants:
+load_profile either returns a Profile whose structure, counter types and
+per-stack identities have been checked, or raises InputError naming the
+file; both versions give the same Profile (a version-2 stack's indices are
+replaced by the table's frame objects, shared, before anything else reads
+them); any other format or version is rejected.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ import operator
 import os
 from dataclasses import dataclass, field
 
-from . import validate
+from . import mdsafe, validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
-VERSION = 1
+VERSIONS = (1, 2)
+VERSION = 2          # what the runtime writes
 WORD_BYTES = 8
 
 TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
@@ -98,14 +103,21 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     if doc.get("format") != FORMAT:
         raise InputError(f"{path}: not a memprof-ci profile (format="
                          f"{doc.get('format')!r}, expected {FORMAT!r})")
-    if doc.get("version") != VERSION:
-        raise InputError(f"{path}: profile format version {doc.get('version')!r}"
-                         f" is not supported (this harness reads version "
-                         f"{VERSION}); upgrade memprof-ci or rebuild the runtime")
-    missing = [k for k in TOP_KEYS if k not in doc]
+    version = doc.get("version")
+    if type(version) is not int or version not in VERSIONS:
+        raise InputError(f"{path}: profile format version {version!r}"
+                         f" is not supported (this harness reads versions "
+                         f"{' and '.join(map(str, VERSIONS))}); upgrade memprof-ci or "
+                         f"rebuild the runtime")
+    keys = TOP_KEYS + (("frame_table",) if version == 2 else ())
+    missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
-    extra = sorted(set(doc) - set(TOP_KEYS))
+    if version == 2 and "incomplete" in doc:
+        reason = validate.text(doc["incomplete"], f"{path}: incomplete")
+        raise InputError(f"{path}: incomplete profile, the run ended abnormally: "
+                         f"{mdsafe.printable(reason[:300])}; its counts cannot be judged")
+    extra = sorted(set(doc) - set(keys))
     if extra:
         raise bad(f"unknown key(s) {', '.join(extra)}")
     if not isinstance(doc["ocaml_version"], str):
@@ -153,6 +165,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     stacks = doc["stacks"]
     if not isinstance(stacks, list):
         raise bad("stacks is not a list")
+    if version == 2:
+        expand_frame_table(doc["frame_table"], stacks, path)
     if not check_stacks:
         return Profile(path=path, ocaml_version=doc["ocaml_version"],
                        backend=doc["backend"], argv=list(doc["argv"]),
@@ -212,20 +226,42 @@ def peak_of(st: dict, i: int, path: str):
     return pk
 
 
-def check_frames(frames, i: int, path: str) -> None:
-    """A stack's frames: a list of objects with the frame keys, typed."""
+def check_frames(frames, i: int, path: str, where: str | None = None) -> None:
+    """A stack's frames (or, with `where`, the frame table): a list of
+    objects with the frame keys, typed."""
+    where = where or f"stacks[{i}].frames"
     if type(frames) is not list:
-        raise InputError(f"{path}: malformed profile: stacks[{i}].frames is not a list; "
+        raise InputError(f"{path}: malformed profile: {where} is not a list; "
                          f"regenerate it")
     for j, fr in enumerate(frames):
         if type(fr) is not dict or not _FRAME_KEYS <= fr.keys():
-            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] lacks "
+            raise InputError(f"{path}: malformed profile: {where}[{j}] lacks "
                              f"file/line/function; regenerate it")
         fn, fl, ln = fr["function"], fr["file"], fr["line"]
         if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
                 and (ln is None or type(ln) is int)):
-            raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] has a "
+            raise InputError(f"{path}: malformed profile: {where}[{j}] has a "
                              f"field of the wrong type; regenerate it")
+
+
+def expand_frame_table(table, stacks: list, path: str) -> None:
+    """Version 2: check the frame table once, then replace each stack's
+    list of indices by the table's frame objects (shared, not copied), so
+    the stacks read as version 1's.  A stack that is not an object or
+    whose frames are not a list is left for the stack validator to name."""
+    check_frames(table, 0, path, where="frame_table")
+    n = len(table)
+    get = table.__getitem__
+    for i, st in enumerate(stacks):
+        idx = st.get("frames") if type(st) is dict else None
+        if type(idx) is not list:
+            continue
+        for j, k in enumerate(idx):
+            if type(k) is not int or not 0 <= k < n:
+                raise InputError(f"{path}: malformed profile: stacks[{i}].frames[{j}] is "
+                                 f"{k!r}, not an index into frame_table (0 to {n - 1}); "
+                                 f"regenerate it")
+        st["frames"] = list(map(get, idx))
 
 
 def explain_bad_stack(st, i: int, path: str):

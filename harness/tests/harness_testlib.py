@@ -47,6 +47,17 @@ def make_profile(stacks, rate=1e-4, seed=1, frames=16, gc=None):
             "gc": g, "totals": totals, "stacks": out}
 
 
+def to_version2(doc):
+    """The same profile in format version 2: each distinct frame object once
+    in `frame_table` (sorted by its JSON text, as the runtime orders it),
+    stacks listing indices."""
+    texts = sorted({json.dumps(f, sort_keys=True) for st in doc["stacks"] for f in st["frames"]})
+    index = {t: i for i, t in enumerate(texts)}
+    stacks = [dict(st, frames=[index[json.dumps(f, sort_keys=True)] for f in st["frames"]])
+              for st in doc["stacks"]]
+    return dict(doc, version=2, frame_table=[json.loads(t) for t in texts], stacks=stacks)
+
+
 def write_json(path, doc):
     os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
     with open(path, "w") as fh:

@@ -2,7 +2,7 @@
 
 
 import pytest
-from harness_testlib import make_profile, write_json
+from harness_testlib import make_profile, to_version2, write_json
 
 from memprof_ci.baseline import load_baseline
 from memprof_ci.errors import ConfigError, InputError
@@ -15,7 +15,8 @@ def test_profile_rejects(tmp_path):
     p = write_json(tmp_path / "ok.json", good)
     assert load_profile(p).totals["samples"] == 5
     cases = {
-        "version": (dict(good, version=2), "version 2 is not supported"),
+        "version": (dict(good, version=3), "version 3 is not supported"),
+        "bool version": (dict(good, version=True), "version True is not supported"),
         "format": (dict(good, format="other"), "not a memprof-ci profile"),
         "missing": ({k: v for k, v in good.items() if k != "gc"}, r"missing key\(s\) gc"),
         "extra": (dict(good, extra=1), r"unknown key\(s\) extra"),
@@ -29,6 +30,45 @@ def test_profile_rejects(tmp_path):
     (tmp_path / "trunc.json").write_text('{"format": "memprof-ci/prof')
     with pytest.raises(InputError, match="not valid JSON"):
         load_profile(str(tmp_path / "trunc.json"))
+
+
+def test_profile_version2_reads_as_version1(tmp_path):
+    """Both format versions of one profile load to the same stacks and
+    counts, whatever the order of the frame table."""
+    stacks = [([("Main.f", "main.ml", 1), ("Main.main", "main.ml", 9)], 5, 1),
+              ([("Main.g", "main.ml", 2), ("Main.main", "main.ml", 9)], 7, 0),
+              ([("Main.f", "main.ml", 1)], 3, 3)]
+    v1 = make_profile(stacks)
+    v2 = to_version2(v1)
+    assert len(v2["frame_table"]) == 3 and v2["stacks"][0]["frames"] != v1["stacks"][0]["frames"]
+    a = load_profile(write_json(tmp_path / "v1.json", v1))
+    b = load_profile(write_json(tmp_path / "v2.json", v2))
+    assert a.stacks == b.stacks and a.totals == b.totals and a.gc == b.gc
+    shuffled = dict(v2, frame_table=v2["frame_table"][::-1],
+                    stacks=[dict(st, frames=[2 - k for k in st["frames"]]) for st in v2["stacks"]])
+    assert load_profile(write_json(tmp_path / "v2r.json", shuffled)).stacks == a.stacks
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda d: d.pop("frame_table"), r"missing key\(s\) frame_table"),
+    (lambda d: d.update(frame_table={}), "frame_table is not a list"),
+    (lambda d: d["frame_table"].__setitem__(0, {"function": "f"}), r"frame_table\[0\] lacks"),
+    (lambda d: d["stacks"][0].__setitem__("frames", [9]), r"stacks\[0\].frames\[0\] is 9, not an index"),
+    (lambda d: d["stacks"][1].__setitem__("frames", [0, -1]), r"stacks\[1\].frames\[1\] is -1"),
+    (lambda d: d["stacks"][0].__setitem__("frames", [True]), "is True, not an index"),
+    (lambda d: d["stacks"][0].__setitem__("frames", [{"function": "f"}]), "not an index"),
+])
+def test_profile_version2_rejects(tmp_path, edit, msg):
+    doc = to_version2(make_profile([([("Main.f", "main.ml", 1)], 5, 1),
+                                    ([("Main.g", "main.ml", 2)], 2, 0)]))
+    edit(doc)
+    for check in (True, False):
+        with pytest.raises(InputError, match=msg) as e:
+            p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
+            if not check:   # the grouping pass validates stacks itself
+                from memprof_ci.sites import aggregate
+                aggregate([p], "function", "b")
+        assert "\n" not in str(e.value)
 
 
 def _manifest(tmp_path, text):

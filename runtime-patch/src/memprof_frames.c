@@ -220,7 +220,7 @@ static int by_text(const void *a, const void *b)
   return strcmp(objs[*(const uint32_t *)a].json, objs[*(const uint32_t *)b].json);
 }
 
-struct caml_memprof_frame_text *caml_memprof_rank_frames(void)
+struct caml_memprof_frame_text *caml_memprof_rank_frames(size_t *count)
 {
   size_t n = objs_count ? objs_count : 1;
   uint32_t *by_rank = malloc(n * sizeof *by_rank);
@@ -239,6 +239,7 @@ struct caml_memprof_frame_text *caml_memprof_rank_frames(void)
     texts[r].len = o->len;
   }
   free(by_rank);
+  *count = objs_count;
   return texts;
 }
 

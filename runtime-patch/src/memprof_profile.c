@@ -10,12 +10,15 @@
  *    stacks are sorted by it, which is the order of their JSON frame
  *    texts. Stacks whose slots differ but resolve to the same frames
  *    are then adjacent, and merged by adding their counts.
- * 3. The document: header (format, version, OCaml version, backend,
- *    argv), config (rate, seed, frames), gc, totals (the sums over
- *    stacks), then one line per stack with its counts and frames. The
- *    counts of a stack are assembled in a local line and added at once
- *    (there is one stack per sample at worst); frames are copies of
- *    the frame objects' stored texts.
+ * 3. The document (version 2): header (format, version, OCaml
+ *    version, backend, argv, and `incomplete` only for a run the
+ *    runtime ended abnormally), config (rate, seed, frames), gc, totals
+ *    (the sums over stacks), the frame table (every frame object once,
+ *    one per line, in rank order, so a frame's index is its rank), then
+ *    one line per stack with its counts and its frames as indices into
+ *    the table. The counts of a stack, and then its indices, are each
+ *    assembled in a local line and added at once (there is one stack
+ *    per sample at worst, so per-piece additions would dominate).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -41,13 +44,29 @@
 
 #define N_COUNTS CAML_MEMPROF_N_COUNTS
 
-/* `"key":` of each count, in schema order; live_samples (derived) last. */
-static const char *const count_keys[N_COUNTS + 1] = {
-  "\"blocks\":", "\"samples\":", "\"words\":",
-  "\"minor_samples\":", "\"major_samples\":", "\"marshal_samples\":",
-  "\"custom_samples\":", "\"promoted_samples\":",
-  "\"collected_samples\":", "\"peak_live_samples\":", "\"live_samples\":",
+/* `,"key":` of each count, in schema order; live_samples (derived)
+ * last. Each is padded to KEY_ROOM bytes so that it is copied with one
+ * fixed-size memcpy (inlined), and `len` bytes of it are kept; the
+ * first key is written without its comma. */
+#define KEY_ROOM 24
+static const struct { char s[KEY_ROOM]; unsigned char len; }
+  count_keys[N_COUNTS + 1] = {
+#define KEY(k) { ",\"" k "\":", sizeof(k) + 3 }
+  KEY("blocks"), KEY("samples"), KEY("words"),
+  KEY("minor_samples"), KEY("major_samples"), KEY("marshal_samples"),
+  KEY("custom_samples"), KEY("promoted_samples"),
+  KEY("collected_samples"), KEY("peak_live_samples"), KEY("live_samples"),
+#undef KEY
 };
+
+/* Write `v` in decimal at `p`; returns the end. */
+static char *put_uint(char *p, uintnat v)
+{
+  int n = 1;
+  for (uintnat t = v; t >= 10; t /= 10) n++;
+  for (char *q = p + n; q > p; v /= 10) *--q = (char)('0' + v % 10);
+  return p + n;
+}
 
 struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
 {
@@ -93,29 +112,53 @@ static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
   uintnat samples = count[CAML_MEMPROF_COUNT_SAMPLES];
   uintnat collected = count[CAML_MEMPROF_COUNT_COLLECTED];
   uintnat live = samples >= collected ? samples - collected : 0;
-  char line[512];
+  /* Room for every key and 20 digits each. */
+  char line[(N_COUNTS + 1) * (KEY_ROOM + 20) + 1];
   char *p = line;
-  for (int c = 0; c <= N_COUNTS; c++) {
-    uintnat v = c < N_COUNTS ? count[c] : live;
-    if (c) *p++ = ',';
-    size_t k = strlen(count_keys[c]);
-    memcpy(p, count_keys[c], k);
-    p += k;
-    char digits[CAML_MEMPROF_UINT_DIGITS];
-    char *d = caml_memprof_uint_digits(digits, v);
-    memcpy(p, d, digits + CAML_MEMPROF_UINT_DIGITS - d);
-    p += digits + CAML_MEMPROF_UINT_DIGITS - d;
+  memcpy(p, count_keys[0].s + 1, KEY_ROOM - 1);  /* no comma before it */
+  p = put_uint(p + count_keys[0].len - 1, count[0]);
+  for (int c = 1; c <= N_COUNTS; c++) {
+    memcpy(p, count_keys[c].s, KEY_ROOM);
+    p = put_uint(p + count_keys[c].len, c < N_COUNTS ? count[c] : live);
   }
+  caml_memprof_buf_add(b, line, p - line);
+}
+
+/* A stack's `,"frames":[i,j,...]}`: its frame ranks, which are the
+ * indices into the frame table, assembled in a local line added in
+ * pieces of at most its size (a stack has a few dozen frames). */
+static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
+                        size_t n)
+{
+  char line[512];
+  static const char head[] = ",\"frames\":[";
+  memcpy(line, head, sizeof head - 1);
+  char *p = line + sizeof head - 1;
+  for (size_t f = 0; f < n; f++) {
+    if (p + CAML_MEMPROF_UINT_DIGITS + 3 > line + sizeof line) {
+      caml_memprof_buf_add(b, line, p - line);
+      p = line;
+    }
+    if (f) *p++ = ',';
+    char digits[CAML_MEMPROF_UINT_DIGITS];
+    char *d = caml_memprof_uint_digits(digits, ranks[f]);
+    size_t k = digits + CAML_MEMPROF_UINT_DIGITS - d;
+    memcpy(p, d, k);
+    p += k;
+  }
+  *p++ = ']';
+  *p++ = '}';
   caml_memprof_buf_add(b, line, p - line);
 }
 
 /* The stacks, resolved, sorted and merged (design 2): `*n_out` of
  * them, or NULL when out of memory. Rank arrays live in `*arena` (one
- * allocation); `*texts` holds the frame texts by rank. */
+ * allocation); `*texts` holds the `*ntexts` frame texts by rank. */
 static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
                                        size_t n, size_t *n_out,
                                        uint32_t **arena,
-                                       struct caml_memprof_frame_text **texts)
+                                       struct caml_memprof_frame_text **texts,
+                                       size_t *ntexts)
 {
   struct resolved *rs = calloc(n ? n : 1, sizeof *rs);
   size_t nslots = 0, total = 0;
@@ -129,7 +172,7 @@ static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
       caml_memprof_resolve_slots(st[i].slots, st[i].nslots, &sfs[at]);
     if (frames == SIZE_MAX) ok = false; else total += frames;
   }
-  *texts = ok ? caml_memprof_rank_frames() : NULL;
+  *texts = ok ? caml_memprof_rank_frames(ntexts) : NULL;
   *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
   if (*texts == NULL || *arena == NULL) ok = false;
   uint32_t *next = *arena;
@@ -171,18 +214,18 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
 {
   const struct caml_memprof_env *env = caml_memprof_env();
   const struct caml_memprof_gc_totals *g = p->gc;
-  size_t n;
+  size_t n, ntexts = 0;
   uint32_t *arena;
   struct caml_memprof_frame_text *texts;
   struct resolved *rs =
-    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts);
+    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts, &ntexts);
   if (rs == NULL) return false;
 
   uintnat total[N_COUNTS] = { 0 };
   for (size_t i = 0; i < n; i++)
     for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i].count[c];
 
-  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":1,"
+  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
                        "\"ocaml_version\":");
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
@@ -194,7 +237,12 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
     if (i) caml_memprof_buf_lit(b, ",");
     caml_memprof_buf_json_string(b, p->argv[i]);
   }
-  caml_memprof_buf_printf(b, "],\n\"config\":{\"rate\":%.17g,\"seed\":",
+  caml_memprof_buf_lit(b, "]");
+  if (p->incomplete != NULL) {
+    caml_memprof_buf_lit(b, ",\"incomplete\":");
+    caml_memprof_buf_json_string(b, p->incomplete);
+  }
+  caml_memprof_buf_printf(b, ",\n\"config\":{\"rate\":%.17g,\"seed\":",
                           env->rate);
   if (env->seeded) {
     caml_memprof_buf_printf(b, "%llu", (unsigned long long)env->seed);
@@ -214,17 +262,16 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_lit(b, "},\n");
   caml_memprof_buf_lit(b, "\"totals\":{");
   add_counts(b, total);
-  caml_memprof_buf_lit(b, "},\n\"stacks\":[");
+  caml_memprof_buf_lit(b, "},\n\"frame_table\":[");
+  for (size_t r = 0; r < ntexts; r++) {
+    caml_memprof_buf_add(b, r ? ",\n" : "\n", r ? 2 : 1);
+    caml_memprof_buf_add(b, texts[r].json, texts[r].len);
+  }
+  caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
   for (size_t i = 0; i < n; i++) {
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
     add_counts(b, rs[i].count);
-    caml_memprof_buf_lit(b, ",\"frames\":[");
-    for (size_t f = 0; f < rs[i].n; f++) {
-      const struct caml_memprof_frame_text *o = &texts[rs[i].ranks[f]];
-      if (f) caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_add(b, o->json, o->len);
-    }
-    caml_memprof_buf_lit(b, "]}");
+    add_indices(b, rs[i].ranks, rs[i].n);
   }
   caml_memprof_buf_lit(b, "\n]}\n");
   free(texts);

@@ -344,6 +344,9 @@ void caml_memprof_tracker_start(void)
 
 /* The outfile's render callback (design 4): snapshot the site table
  * (a still-running domain may insert meanwhile) and render it. */
+/* Why the run ended abnormally (finish_incomplete), else NULL. */
+static const char *incomplete_reason;
+
 static bool render(struct caml_memprof_buf *b, void *gc)
 {
   caml_plat_lock_blocking(&sites_lock);
@@ -364,7 +367,8 @@ static bool render(struct caml_memprof_buf *b, void *gc)
   caml_plat_unlock(&sites_lock);
   if (st == NULL) return false;
 
-  struct caml_memprof_profile p = { st, n, gc, argv_copy, argc_copy };
+  struct caml_memprof_profile p =
+    { st, n, gc, argv_copy, argc_copy, incomplete_reason };
   bool ok = caml_memprof_render_profile(b, &p);
   free(st);
   return ok;
@@ -372,8 +376,18 @@ static bool render(struct caml_memprof_buf *b, void *gc)
 
 int caml_memprof_tracker_finish(int retcode)
 {
+  return caml_memprof_tracker_finish_incomplete(retcode, NULL);
+}
+
+int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
+{
+  static char reason_copy[256];
   if (profile == Val_unit) return retcode;
   if (atomic_exchange(&finished, 1)) return retcode;
+  if (reason != NULL) {     /* the caller's buffer may not outlive us */
+    snprintf(reason_copy, sizeof reason_copy, "%s", reason);
+    incomplete_reason = reason_copy;
+  }
 
   caml_memprof_stop_c(profile);
   atomic_store_relaxed(&peak_frozen, 1);

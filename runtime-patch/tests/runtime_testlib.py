@@ -102,7 +102,27 @@ def profile(exe, *args, rate, seed=1, frames=16, live=None, tmp, name="p.json", 
         spec += f",live={live}"
     res = run(exe, *args, memprof=spec, **kw)
     raw = out.read_bytes()
-    return json.loads(raw), raw, res
+    return read_profile(raw), raw, res
+
+
+_validator = None
+
+
+def read_profile(raw) -> dict:
+    """A profile the runtime wrote, checked against the format's JSON Schema,
+    with each stack's frame indices replaced by the frame table's objects
+    (so tests read `st["frames"]` as in format version 1)."""
+    global _validator
+    import jsonschema
+    if _validator is None:
+        schema = json.loads(SCHEMA.read_text())
+        _validator = jsonschema.validators.validator_for(schema)(schema)
+    doc = json.loads(raw)
+    _validator.validate(doc)
+    table = doc.pop("frame_table")
+    for st in doc["stacks"]:
+        st["frames"] = [table[i] for i in st["frames"]]
+    return doc
 
 
 def site_totals(prof, key="samples"):

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from runtime_testlib import ROOT, run
+from runtime_testlib import ROOT, read_profile, run
 
 sys.path.insert(0, str(ROOT / "harness"))
 from memprof_ci import ctf  # noqa: E402
@@ -39,7 +39,7 @@ def by_frames(stacks):
 
 def both(exe, tmp_path, *args, spec="rate=1e-3,seed=5"):
     run(exe, *args, memprof=f"{spec},out=p.json,trace=t.ctf", cwd=tmp_path)
-    prof = json.loads((tmp_path / "p.json").read_bytes())
+    prof = read_profile((tmp_path / "p.json").read_bytes())
     return prof, load_ctf(str(tmp_path / "t.ctf"))
 
 
@@ -139,5 +139,5 @@ def test_exit_status_is_kept_and_no_temporary_file_stays(build, tmp_path):
               cwd=tmp_path, check=False)
     assert res.returncode == 3
     assert sorted(os.listdir(tmp_path)) == ["p.json", "t.ctf"]
-    prof = json.loads((tmp_path / "p.json").read_bytes())
+    prof = read_profile((tmp_path / "p.json").read_bytes())
     assert load_ctf(str(tmp_path / "t.ctf")).totals == counts(prof["totals"])

@@ -1,17 +1,19 @@
 """The built-in C tracker: OCAMLMEMPROF=rate=... profiles a program with
-no code change and writes a version-1 profile at exit.
+no code change and writes a version-2 profile at exit (read_profile checks
+it against the format's schema and gives each stack its frame objects).
 
 Statistical checks use the 5.7-sigma binomial bound of upstream's
 statmemprof tests (false failure rate about 1e-8 per check)."""
 
 import json
 import os
+import subprocess
+import sys
 import threading
 
-import jsonschema
 import pytest
 
-from runtime_testlib import SCHEMA, binomial_bound_ok, profile, run, site_totals
+from runtime_testlib import ROOT, binomial_bound_ok, profile, read_profile, run, site_totals
 
 COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
           "marshal_samples", "custom_samples", "promoted_samples",
@@ -19,7 +21,8 @@ COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
 
 
 def check_valid(prof):
-    jsonschema.validate(prof, json.loads(SCHEMA.read_text()))
+    """The format's identities over a profile from read_profile (which
+    checked it against the schema)."""
     for c in COUNTS:
         assert prof["totals"][c] == sum(s[c] for s in prof["stacks"]), c
     for s in prof["stacks"] + [prof["totals"]]:
@@ -77,6 +80,23 @@ def test_frames_have_locations(build, tmp_path):
     assert f["file"] == "tracker_sites.ml" and f["line"] > 0
     assert f["function"].startswith("Tracker_sites.alloc_")
     assert f["col_end"] >= f["col_start"] >= 0
+
+
+def test_frame_table_holds_each_frame_once(build, tmp_path):
+    """Format 2: every distinct frame object once, in the byte order of its
+    JSON text, each used by some stack; stacks are index lists into it."""
+    _, raw, _ = profile(build("tracker_sites"), rate=1e-2, tmp=tmp_path)
+    lines = raw.decode().split("\n")
+    start = lines.index('"frame_table":[')
+    end = lines.index('],', start)
+    texts = [ln.rstrip(",") for ln in lines[start + 1:end]]
+    assert len(texts) > 3 and texts == sorted(texts, key=str.encode)
+    assert len(set(texts)) == len(texts)
+    doc = json.loads(raw)
+    assert doc["version"] == 2 and [json.loads(t) for t in texts] == doc["frame_table"]
+    used = {k for st in doc["stacks"] for k in st["frames"]}
+    assert used == set(range(len(texts)))
+    assert sum(len(st["frames"]) for st in doc["stacks"]) > len(texts)  # shared, not repeated
 
 
 def test_frames_limit(build, tmp_path):
@@ -237,10 +257,37 @@ def test_exit_paths_write_profile(build, tmp_path, mode, status, backend):
     assert res.returncode == status
     if mode == "raise":
         assert "deliberate uncaught exception" in res.stderr
-    prof = json.loads(out.read_text())
+    prof = read_profile(out.read_bytes())
     check_valid(prof)
     assert site_totals(prof)["Exits.work"] > 0
     assert not list(tmp_path.glob("*.tmp.*"))
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_unhandled_effect_exit_writes_incomplete_profile(build, tmp_path, backend):
+    """The runtime's own exit for an unhandled effect (Effect not linked)
+    writes the profile, marked incomplete with the reason, and keeps
+    status 2; the harness refuses to judge it."""
+    exe = build("unhandled_effect", backend=backend)
+    out = tmp_path / "p.json"
+    res = run(exe, memprof=f"rate=1e-2,seed=1,out={out}", check=False)
+    assert res.returncode == 2
+    assert "Fatal error: exception Effect.Unhandled" in res.stderr
+    prof = read_profile(out.read_bytes())
+    check_valid(prof)
+    assert "Effect.Unhandled" in prof["incomplete"]
+    assert site_totals(prof)["Unhandled_effect.work"] > 0
+    assert not list(tmp_path.glob("*.tmp.*"))
+    normal = read_profile(run(build("exits"), "normal", check=False,
+                              memprof=f"rate=1e-2,seed=1,out={tmp_path / 'n.json'}")
+                          and (tmp_path / "n.json").read_bytes())
+    assert "incomplete" not in normal
+    harness = subprocess.run([sys.executable, "-m", "memprof_ci", "compare", str(out), str(out)],
+                             env=dict(os.environ, PYTHONPATH=str(ROOT / "harness")),
+                             capture_output=True, text=True, timeout=120)
+    assert harness.returncode == 2, harness.stderr
+    assert "incomplete profile" in harness.stderr and "Effect.Unhandled" in harness.stderr
+    assert len(harness.stderr.strip().splitlines()) == 1
 
 
 def test_out_pid_expansion_and_default(build, tmp_path):
@@ -277,7 +324,7 @@ def test_out_to_a_pipe_is_written_in_place(build, tmp_path):
     assert res.returncode == 0, res.stderr
     assert fifo.is_fifo()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile.pipe"]
-    check_valid(json.loads(received[0]))
+    check_valid(read_profile(received[0]))
 
 
 def test_out_naming_a_directory(build, tmp_path):

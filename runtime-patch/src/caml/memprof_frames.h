@@ -44,8 +44,10 @@ size_t caml_memprof_resolve_slots(const backtrace_slot *slots, size_t n,
 
 /* Rank every frame object resolved so far by its text. Returns the
  * texts in rank order (an array the caller frees; the texts stay
- * owned here), or NULL if out of memory. */
-struct caml_memprof_frame_text *caml_memprof_rank_frames(void);
+ * owned here) and their number in `*count`, or NULL if out of memory.
+ * Every object resolved belongs to some resolved slot, so ranks are
+ * exactly 0 .. *count - 1 (the profile's frame table). */
+struct caml_memprof_frame_text *caml_memprof_rank_frames(size_t *count);
 
 /* The ranks of the frame objects of `sfs[0 .. n-1]`, in order
  * (innermost first within each slot), into `out`, which has room for

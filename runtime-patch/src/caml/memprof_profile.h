@@ -5,7 +5,7 @@
  *    totals and the program's argv to caml_memprof_render_profile,
  *    which resolves the stacks to source locations (memprof_frames.c),
  *    merges stacks that resolve alike, sorts them, and writes the JSON
- *    profile (runtime-patch/format/profile-format.md, version 1). The
+ *    profile (runtime-patch/format/profile-format.md, version 2). The
  *    document depends on nothing else (not on the order of the stacks
  *    given, nor on addresses), so equal runs give equal bytes.
  * 2. Counters: one per kind below, in the order of the format's keys.
@@ -70,6 +70,8 @@ struct caml_memprof_profile {
   char *const *argv;                  /* argc strings; one that could not
                                          be copied is NULL (shown null) */
   size_t argc;
+  const char *incomplete;             /* why the run ended abnormally,
+                                         or NULL (memprof_tracker.h) */
 };
 
 /* Render the profile into `b`; false when out of memory. */

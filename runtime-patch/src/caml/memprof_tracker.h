@@ -10,7 +10,13 @@
  *    uncaught exception); only its first call does anything, whichever
  *    thread makes it. It returns the exit status to use: `retcode`, or
  *    2 when the profile could not be written and `retcode` was 0.
- * 3. `cycle_end` runs at the end of every major cycle, in the
+ * 3. `finish_incomplete` is `finish` for a program that the runtime
+ *    itself ends abnormally at a point where the heap and the runtime
+ *    lock are in order (fiber.c, when an effect is unhandled and the
+ *    Effect module that registers Effect.Unhandled is not linked); the
+ *    profile then carries `incomplete` with `reason`. caml_fatal_error
+ *    does not call it (runtime-patch/format/profile-format.md says why).
+ * 4. `cycle_end` runs at the end of every major cycle, in the
  *    stop-the-world section, on one domain while the others wait
  *    (major_gc.c's cycle_major_heap_from_stw_single): the tracker
  *    takes the live samples of that moment as a peak candidate.
@@ -25,6 +31,7 @@
 
 void caml_memprof_tracker_start(void);
 int caml_memprof_tracker_finish(int retcode);
+int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason);
 void caml_memprof_tracker_cycle_end(void);
 
 #endif /* CAML_INTERNALS */
