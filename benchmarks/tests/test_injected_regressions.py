@@ -110,9 +110,13 @@ def test_more_allocation_at_one_function_is_caught_there(tmp_path):
 def test_retention_is_caught_at_the_retaining_site(tmp_path):
     res, flagged, _ = check_variant(tmp_path, "leak", "leak_retains.patch")
     assert res.returncode == 1, res.stdout[-3000:] + res.stderr[-2000:]
-    sites = {site for _, site in flagged}
-    assert sites == {"Leak.transient_work @ benchmarks/leak.ml"}, flagged
-    assert ("live", "Leak.transient_work @ benchmarks/leak.ml") in flagged
+    site = "Leak.transient_work @ benchmarks/leak.ml"
+    # Allocation and live at exit name the retaining site alone; the peak
+    # names it too, and may name other long-lived data as well: the
+    # retained blocks change which cycle end is the peak, and with it what
+    # else is live there.
+    assert {s for check, s in flagged if check != "peak"} == {site}, flagged
+    assert ("live", site) in flagged and ("peak", site) in flagged, flagged
 
 
 def test_retention_fails_the_gc_check_too(tmp_path):
