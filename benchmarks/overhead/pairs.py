@@ -55,7 +55,9 @@ def main(args: list[str]) -> int:
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     wall, cpu = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        prof = dict(base, OCAMLMEMPROF=f"rate={rate_s},seed=1,out={tmp}/p.json")
+        # A new file per run (%p): replacing the last run's profile would add
+        # its removal to the profiled time.
+        prof = dict(base, OCAMLMEMPROF=f"rate={rate_s},seed=1,out={tmp}/p.%p.json")
         try:
             for i in range(pairs):
                 order = (True, False) if i % 2 == 0 else (False, True)

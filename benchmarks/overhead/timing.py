@@ -13,6 +13,7 @@ subprocess or OS error itself, for the caller to record.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shlex
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 
 from memprof_ci.manifest import Benchmark
+from memprof_ci.runner import memprof_env_value
 
 from .common import SEED, StudyError, rate_key
 from .programs import OCAML_LINE, ROOT, base_env, c_profile_samples
@@ -59,17 +61,21 @@ def preflight(bench: Benchmark, exes: dict, rates: list[float], tmp: str) -> dic
 
 
 def _variants(bench: Benchmark, exes: dict, rates: list[float], tmp: str) -> tuple:
-    """(variants, C profile path per rate key); a variant is (id, tracker,
+    """(variants, C profile path stem per rate key: each run writes
+    <stem>.<pid>.json); a variant is (id, tracker,
     rate key or "off", argv run through `env`)."""
     args = bench.command[1:]
     variants = [("c:off", "c", "off", ["env", exes["patched"], *args])]
     profs = {}
     for rate in rates:
         k = rate_key(rate)
-        profs[k] = os.path.join(tmp, f"{bench.name}.{k}.json")
+        # One profile per run (%p): replacing the previous run's file
+        # would add its removal to the profiled time.
+        profs[k] = os.path.join(tmp, f"{bench.name}.{k}")
         variants.append((f"c:{k}", "c", k, [
-            "env", f"OCAMLMEMPROF=rate={rate!r},seed={SEED},frames={bench.frames},"
-                   f"out={profs[k]}", exes["patched"], *args]))
+            "env", "OCAMLMEMPROF=" + memprof_env_value(
+                rate, SEED, bench.frames, profs[k] + ".json", per_process=True),
+            exes["patched"], *args]))
     variants.append(("ocaml:off", "ocaml", "off", ["env", exes["ocamltracker"], *args]))
     for rate in rates:
         k = rate_key(rate)
@@ -116,6 +122,7 @@ def time_benchmark(bench: Benchmark, exes: dict, rates: list[float], runs: int,
         entry = {"command": shlex.join(argv), "times_s": times[vid],
                  "median_s": statistics.median(times[vid])}
         if tracker == "c" and k != "off":
-            entry["samples"] = c_profile_samples(profs[k]) if os.path.isfile(profs[k]) else None
+            written = sorted(glob.glob(glob.escape(profs[k]) + ".*.json"))
+            entry["samples"] = c_profile_samples(written[-1]) if written else None
         out[tracker][k] = entry
     return out

@@ -74,7 +74,8 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
         js = os.path.join(tmp, "hyperfine.json")
         off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
         on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
-            bench.rate, bench.seeds[0], bench.frames, prof), *bench.command])
+            bench.rate, bench.seeds[0], bench.frames, prof, per_process=True),
+            *bench.command])
         t_off, t_on, w_off, w_on = [], [], [], []
 
         def rounds(count):

@@ -16,6 +16,7 @@ identities of profile-format.md.
 import json
 import math
 import os
+import re
 import random
 import sys
 import time
@@ -76,7 +77,7 @@ def main():
             fh.write(f"{env}\n")
     if env and "--slow-when-profiled" in opts:
         spin(float(opts[opts.index("--slow-when-profiled") + 1]))
-    if env and "--slow-first-timed" in opts and ".overhead.json" in env:
+    if env and "--slow-first-timed" in opts and ".overhead." in env:
         # Slow only in the first N profiled runs of the overhead timing,
         # counted in FILE: a burst of load that confirmation rounds outlast.
         i = opts.index("--slow-first-timed")
@@ -90,7 +91,9 @@ def main():
     if not env or "--no-profile" in opts:
         return
     cfg = dict(kv.split("=", 1) for kv in env.split(","))
-    rate, seed, frames, out = float(cfg["rate"]), int(cfg["seed"]), int(cfg["frames"]), cfg["out"]
+    rate, seed, frames = float(cfg["rate"]), int(cfg["seed"]), int(cfg["frames"])
+    # As the runtime expands `out`: %p is the pid, %% a literal %.
+    out = re.sub("%[p%]", lambda m: str(os.getpid()) if m.group() == "%p" else "%", cfg["out"])
     rng = Rng(seed + 1000 * spec.get("salt", 0))
     stacks = []
     keys = ("blocks", "samples", "words", "minor_samples", "major_samples", "marshal_samples",

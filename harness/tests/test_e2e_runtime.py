@@ -91,3 +91,27 @@ def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     assert tr.totals == {k: prof["totals"][k] for k in COUNT_KEYS}
     r = run_cli(["compare", str(profiles / "alloc.1.json"), str(profiles / "alloc.1.ctf")])
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_overhead_runs_write_a_new_profile_each_in_a_literal_directory(tmp_path):
+    """The runtime reads the OCAMLMEMPROF value memprof_env_value builds: a
+    `%` in a directory is literal, and with per_process each run writes its
+    own <name>.<pid>.json (the overhead rounds then never time the removal
+    of the previous run's profile)."""
+    from memprof_ci.runner import memprof_env_value
+    work = tmp_path / "100%"
+    work.mkdir()
+    build(str(work), "alloc_base.ml")
+    spec = memprof_env_value(1e-3, 1, 32, str(work / "p.json"), per_process=True)
+    env = dict(os.environ, OCAMLMEMPROF=spec)
+    pids = []
+    for _ in range(2):
+        proc = subprocess.Popen(["./alloc.exe"], cwd=work, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        err = proc.communicate(timeout=120)[1]
+        assert proc.returncode == 0, err
+        pids.append(proc.pid)
+    written = sorted(p.name for p in work.glob("p.*.json"))
+    assert written == sorted(f"p.{pid}.json" for pid in pids)
+    for name in written:
+        assert json.loads((work / name).read_text())["config"]["rate"] == 1e-3

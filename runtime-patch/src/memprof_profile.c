@@ -96,14 +96,72 @@ struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
 
 struct resolved { uint32_t *ranks; size_t n; uintnat count[N_COUNTS]; };
 
-static int by_frames(const void *a, const void *b)
+static int by_frames(const struct resolved *x, const struct resolved *y)
 {
-  const struct resolved *x = a, *y = b;
   size_t n = x->n < y->n ? x->n : y->n;
   for (size_t i = 0; i < n; i++) {
     if (x->ranks[i] != y->ranks[i]) return x->ranks[i] < y->ranks[i] ? -1 : 1;
   }
   return x->n < y->n ? -1 : x->n > y->n;
+}
+
+/* Frame `d` of stack `x` as a sort key: its rank, or -1 past the end
+ * (a stack sorts before those it is a proper prefix of). */
+Caml_inline int64_t rank_at(const struct resolved *x, size_t d)
+{
+  return d < x->n ? (int64_t)x->ranks[d] : -1;
+}
+
+Caml_inline void swap_stacks(struct resolved **a, size_t i, size_t j)
+{
+  struct resolved *t = a[i];
+  a[i] = a[j];
+  a[j] = t;
+}
+
+/* Sorts `a[0..n)`, stacks whose first `d` ranks are all equal, by
+ * by_frames. A multikey quicksort: each partition step looks at one
+ * rank per stack and stacks equal there go on to the next rank, so a
+ * rank shared by many stacks is compared once per partition rather than
+ * in every comparison (deep recursions give thousands of stacks with
+ * long common prefixes). The smaller outer partition is sorted by a
+ * recursive call and the larger one by the loop, so the C stack grows
+ * by at most log2 n frames per rank of depth. */
+static void sort_stacks(struct resolved **a, size_t n, size_t d)
+{
+  while (n > 1) {
+    if (n < 8) {                      /* insertion sort, from rank d */
+      for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0 && by_frames(a[j - 1], a[j]) > 0; j--) {
+          swap_stacks(a, j - 1, j);
+        }
+      }
+      return;
+    }
+    /* Median of three ranks as the pivot. */
+    int64_t x = rank_at(a[0], d), y = rank_at(a[n / 2], d),
+            z = rank_at(a[n - 1], d);
+    int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x))
+                          : (x < z ? x : (y < z ? z : y));
+    /* [0, lt) below the pivot, [lt, i) equal, (gt, n) above. */
+    size_t lt = 0, i = 0, gt = n;
+    while (i < gt) {
+      int64_t r = rank_at(a[i], d);
+      if (r < pivot) swap_stacks(a, lt++, i++);
+      else if (r > pivot) swap_stacks(a, i, --gt);
+      else i++;
+    }
+    if (pivot >= 0) sort_stacks(a + lt, gt - lt, d + 1);
+    size_t above = n - gt;
+    if (lt < above) {
+      sort_stacks(a, lt, d);
+      a += gt;
+      n = above;
+    } else {
+      sort_stacks(a + gt, above, d);
+      n = lt;
+    }
+  }
 }
 
 /* The counts of one stack as `"key":n,...` (design 3). */
@@ -151,11 +209,13 @@ static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
   caml_memprof_buf_add(b, line, p - line);
 }
 
-/* The stacks, resolved, sorted and merged (design 2): `*n_out` of
- * them, or NULL when out of memory. Rank arrays live in `*arena` (one
- * allocation); `*texts` holds the `*ntexts` frame texts by rank. */
-static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
+/* The stacks, resolved, sorted and merged (design 2): `*n_out`
+ * pointers to them, or NULL when out of memory. The stacks live in
+ * `*storage` and their rank arrays in `*arena` (one allocation each);
+ * `*texts` holds the `*ntexts` frame texts by rank. */
+static struct resolved **resolve_stacks(const struct caml_memprof_stack *st,
                                        size_t n, size_t *n_out,
+                                       struct resolved **storage,
                                        uint32_t **arena,
                                        struct caml_memprof_frame_text **texts,
                                        size_t *ntexts)
@@ -187,7 +247,8 @@ static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
     at += st[i].nslots;
   }
   free(sfs);
-  if (!ok) {
+  struct resolved **order = ok ? malloc((n ? n : 1) * sizeof *order) : NULL;
+  if (order == NULL) {
     free(rs);
     free(*arena);
     free(*texts);
@@ -195,18 +256,21 @@ static struct resolved *resolve_stacks(const struct caml_memprof_stack *st,
     *texts = NULL;
     return NULL;
   }
-
-  qsort(rs, n, sizeof *rs, by_frames);
+  for (size_t i = 0; i < n; i++) order[i] = &rs[i];
+  sort_stacks(order, n, 0);
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
-    if (m > 0 && by_frames(&rs[m - 1], &rs[i]) == 0) {
-      for (int c = 0; c < N_COUNTS; c++) rs[m - 1].count[c] += rs[i].count[c];
+    if (m > 0 && by_frames(order[m - 1], order[i]) == 0) {
+      for (int c = 0; c < N_COUNTS; c++) {
+        order[m - 1]->count[c] += order[i]->count[c];
+      }
     } else {
-      rs[m++] = rs[i];
+      order[m++] = order[i];
     }
   }
   *n_out = m;
-  return rs;
+  *storage = rs;
+  return order;
 }
 
 bool caml_memprof_render_profile(struct caml_memprof_buf *b,
@@ -217,13 +281,14 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   size_t n, ntexts = 0;
   uint32_t *arena;
   struct caml_memprof_frame_text *texts;
-  struct resolved *rs =
-    resolve_stacks(p->stacks, p->nstacks, &n, &arena, &texts, &ntexts);
+  struct resolved *storage;
+  struct resolved **rs = resolve_stacks(p->stacks, p->nstacks, &n, &storage,
+                                        &arena, &texts, &ntexts);
   if (rs == NULL) return false;
 
   uintnat total[N_COUNTS] = { 0 };
   for (size_t i = 0; i < n; i++)
-    for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i].count[c];
+    for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i]->count[c];
 
   caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
                        "\"ocaml_version\":");
@@ -270,12 +335,13 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
   for (size_t i = 0; i < n; i++) {
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
-    add_counts(b, rs[i].count);
-    add_indices(b, rs[i].ranks, rs[i].n);
+    add_counts(b, rs[i]->count);
+    add_indices(b, rs[i]->ranks, rs[i]->n);
   }
   caml_memprof_buf_lit(b, "\n]}\n");
   free(texts);
   free(rs);
+  free(storage);
   free(arena);
   return true;
 }

@@ -10,11 +10,22 @@
  *    `frames` slots), found through an open-addressing hash table that
  *    readers probe without a lock (each thread first tries the site
  *    it hit last); only inserting a new stack takes the mutex. Records
- *    are malloc'd and never freed or moved, so the Val_ptr(site) that
- *    memprof keeps for each sampled block stays valid until exit.
+ *    are cut, under that mutex, from 64 KiB chunks in creation order
+ *    and never freed or moved, so the Val_ptr(site) that memprof keeps
+ *    for each sampled block stays valid until exit, a new stack costs
+ *    no malloc, and the exit reads the records in address order
+ *    rather than in hash order (a program with a stack per sample has
+ *    megabytes of them, mostly out of cache by then).
  * 3. Counters are relaxed atomics: `alloc` runs on any domain, and
  *    `promote`/`dealloc` run inside collections, on every domain in
- *    parallel. Counts are exact sums; nothing is scaled.
+ *    parallel. Counts are exact sums; nothing is scaled. A domain that
+ *    runs alone stays alone while it is inside a callback (another
+ *    domain is spawned only by a running one, and the spawner waits,
+ *    holding its domain, until the child counts as running), so a
+ *    callback that finds it alone updates counters with plain loads
+ *    and stores and inserts a new site without the mutex: the usual
+ *    case, and a lock-prefixed instruction or a cold mutex costs more
+ *    than the rest of a sample.
  * 4. At exit (caml_memprof_tracker_finish, at most once): stop
  *    sampling, read the GC counters, have the blocks no longer
  *    reachable counted as collected (a walk of the heap,
@@ -60,6 +71,7 @@
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
 #include "caml/camlatomic.h"
+#include "caml/domain.h"
 #include "caml/globroots.h"
 #include "caml/major_gc.h"
 #include "caml/memory.h"
@@ -88,21 +100,64 @@ struct site {
 };
 
 /* Open addressing over a power-of-2 capacity, at most half full.
- * Readers probe without the lock: a slot, once filled (release), never
- * changes, and a grown table is published (release) only once it holds
- * every site. A table replaced by a larger one stays allocated, since
- * a reader may still be probing it; a miss there only sends that
- * reader to the locked path. */
+ * Readers probe without the lock: a slot, once filled (its hash first,
+ * then its site with release), never changes, and a grown table is
+ * published (release) only once it holds every site. A slot holds the
+ * site's hash beside it, so a probe compares hashes in the table's own
+ * cache lines and enters a site record (cold, in a program with a
+ * stack per sample) only on a match. A table replaced by a larger one
+ * stays allocated, since a reader may still be probing it; a miss
+ * there only sends that reader to the locked path. */
+struct site_slot {
+  _Atomic(struct site *) site;
+  uint64_t hash;                      /* valid once `site` is seen set */
+};
 struct site_table {
   struct site_table *retired;        /* the smaller table it replaced,
                                         kept reachable for leak checkers */
   size_t capacity;
-  _Atomic(struct site *) slot[];
+  struct site_slot slot[];
 };
 
 static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
 static _Atomic(struct site_table *) sites = NULL;
 static size_t sites_count = 0;       /* under sites_lock */
+
+/* The chunks site records are cut from (design 2), oldest first; all
+ * under sites_lock. A record never spans two chunks; one larger than a
+ * chunk's room gets a chunk of its own. */
+#define CHUNK_BYTES ((size_t)64 << 10)
+struct chunk {
+  struct chunk *next;
+  size_t used, size;                  /* bytes of data */
+  uint64_t data[];                    /* records are word-aligned */
+};
+static struct chunk *chunks_first = NULL, *chunks_last = NULL;
+
+Caml_inline size_t site_bytes(size_t nslots)
+{
+  return sizeof(struct site) + nslots * sizeof(backtrace_slot);
+}
+
+/* Room for a site of `nslots` slots; NULL if out of memory. */
+static struct site *site_room(size_t nslots)
+{
+  size_t need = site_bytes(nslots);
+  struct chunk *c = chunks_last;
+  if (c == NULL || c->size - c->used < need) {
+    size_t size = need > CHUNK_BYTES ? need : CHUNK_BYTES;
+    c = malloc(sizeof *c + size);
+    if (c == NULL) return NULL;
+    c->next = NULL;
+    c->used = 0;
+    c->size = size;
+    if (chunks_last != NULL) chunks_last->next = c; else chunks_first = c;
+    chunks_last = c;
+  }
+  struct site *s = (struct site *)((char *)c->data + c->used);
+  c->used += need;
+  return s;
+}
 
 /* A multiply per slot, and one fold at the end: the table indexes by
  * the low bits, which the multiplications alone fill only from the
@@ -133,9 +188,11 @@ static struct site *sites_probe(struct site_table *t, uint64_t h,
 {
   size_t mask = t->capacity - 1;
   for (size_t j = h & mask;; j = (j + 1) & mask) {
-    struct site *s = atomic_load_explicit(&t->slot[j], memory_order_acquire);
+    struct site *s =
+      atomic_load_explicit(&t->slot[j].site, memory_order_acquire);
     if (s == NULL) { *hole = j; return NULL; }
-    if (s->hash == h && s->nslots == n && same_slots(s->slots, slots, n)) {
+    if (t->slot[j].hash == h && s->nslots == n
+        && same_slots(s->slots, slots, n)) {
       return s;
     }
   }
@@ -151,26 +208,29 @@ static struct site_table *sites_grown(struct site_table *old)
   t->retired = old;
   t->capacity = cap;
   for (size_t i = 0; old != NULL && i < old->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&old->slot[i]);
+    struct site *s = atomic_load_relaxed(&old->slot[i].site);
     if (s == NULL) continue;
     size_t j = s->hash & (cap - 1);
-    while (atomic_load_relaxed(&t->slot[j]) != NULL) j = (j + 1) & (cap - 1);
-    atomic_store_relaxed(&t->slot[j], s);
+    while (atomic_load_relaxed(&t->slot[j].site) != NULL) j = (j + 1) & (cap - 1);
+    t->slot[j].hash = s->hash;
+    atomic_store_relaxed(&t->slot[j].site, s);
   }
   return t;
 }
 
-/* The record for this callstack, created if new; NULL if out of
- * memory (the sample is then not recorded). */
-static struct site *site_of(const backtrace_slot *slots, size_t n)
+/* The record for this callstack, whose hash is `h`, created if new;
+ * NULL if out of memory (the sample is then not recorded). */
+static struct site *site_of(const backtrace_slot *slots, size_t n,
+                            uint64_t h)
 {
-  uint64_t h = hash_slots(slots, n);
   size_t hole;
   struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
   struct site *found = t ? sites_probe(t, h, slots, n, &hole) : NULL;
   if (found != NULL) return found;
 
-  caml_plat_lock_blocking(&sites_lock);
+  bool alone = caml_domain_alone();      /* design 3 */
+  if (!alone) caml_plat_lock_blocking(&sites_lock);
+  struct site_table *probed = t;
   t = atomic_load_relaxed(&sites);
   if (t == NULL || 2 * (sites_count + 1) > t->capacity) {
     struct site_table *g = sites_grown(t);
@@ -178,24 +238,37 @@ static struct site *site_of(const backtrace_slot *slots, size_t n)
     atomic_store_explicit(&sites, g, memory_order_release);
     t = g;
   }
-  found = sites_probe(t, h, slots, n, &hole);  /* inserted meanwhile? */
-  if (found != NULL) goto out;
-  found = malloc(sizeof *found + n * sizeof *slots);
+  /* Inserted meanwhile? Only if the table changed or the hole filled:
+   * insertions fill holes only, so the same key would have taken the
+   * first hole of the same probe sequence. */
+  if (t != probed || atomic_load_relaxed(&t->slot[hole].site) != NULL) {
+    found = sites_probe(t, h, slots, n, &hole);
+    if (found != NULL) goto out;
+  }
+  found = site_room(n);
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
-  atomic_store_explicit(&t->slot[hole], found, memory_order_release);
+  t->slot[hole].hash = h;
+  atomic_store_explicit(&t->slot[hole].site, found, memory_order_release);
   sites_count++;
  out:
-  caml_plat_unlock(&sites_lock);
+  if (!alone) caml_plat_unlock(&sites_lock);
   return found;
 }
 
-Caml_inline void bump(struct site *s, int c, uintnat n)
+/* `*c += n`, atomically unless the domain is alone (design 3). */
+Caml_inline void add(atomic_uintnat *c, uintnat n, bool alone)
 {
-  atomic_fetch_add_explicit(&s->count[c], n, memory_order_relaxed);
+  if (alone) atomic_store_relaxed(c, atomic_load_relaxed(c) + n);
+  else atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+Caml_inline void bump(struct site *s, int c, uintnat n, bool alone)
+{
+  add(&s->count[c], n, alone);
 }
 
 /* Design 5: sampled blocks not yet reported dead, all sites. */
@@ -214,29 +287,35 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   struct caml_memprof_ctf_block *r = NULL;
   if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
   /* Loops sample the same stack again and again: a thread's last site
-   * is tried first, which needs neither hash nor probe. */
+   * is tried first, without a probe. Its hash, kept beside it, is
+   * compared before its record, which a program with a new stack per
+   * sample would otherwise fetch from memory only to find it differs. */
   static CAMLthread_local struct site *last_site = NULL;
+  static CAMLthread_local uint64_t last_hash = 0;
+  uint64_t h = hash_slots(callstack, frames);
   struct site *s = last_site;
-  if (s == NULL || s->nslots != frames
+  if (s == NULL || h != last_hash || s->nslots != frames
       || !same_slots(s->slots, callstack, frames)) {
-    s = site_of(callstack, frames);
+    s = site_of(callstack, frames, h);
     if (s == NULL) {
       caml_memprof_ctf_block_free(r);
       return Val_unit;
     }
     last_site = s;
+    last_hash = h;
   }
-  atomic_fetch_add_explicit(&live_total, samples, memory_order_relaxed);
-  bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1);
+  bool alone = caml_domain_alone();
+  add(&live_total, samples, alone);
+  bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1, alone);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
-    bump(s, CAML_MEMPROF_COUNT_WORDS, wosize);  /* out of heap, no header */
-    bump(s, CAML_MEMPROF_COUNT_CUSTOM, samples);
+    bump(s, CAML_MEMPROF_COUNT_WORDS, wosize, alone);  /* out of heap */
+    bump(s, CAML_MEMPROF_COUNT_CUSTOM, samples, alone);
   } else {
-    bump(s, CAML_MEMPROF_COUNT_WORDS, Whsize_wosize(wosize));
+    bump(s, CAML_MEMPROF_COUNT_WORDS, Whsize_wosize(wosize), alone);
     bump(s, young ? CAML_MEMPROF_COUNT_MINOR : CAML_MEMPROF_COUNT_MAJOR,
-         samples);
+         samples, alone);
     if (source == CAML_MEMPROF_SRC_MARSHAL) {
-      bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples);
+      bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples, alone);
     }
   }
   if (r != NULL) {
@@ -258,7 +337,7 @@ static void on_promote(const struct caml_memprof_c_tracker *t,
     caml_memprof_ctf_promote(r);
     s = r->site;
   }
-  bump(s, CAML_MEMPROF_COUNT_PROMOTED, samples);
+  bump(s, CAML_MEMPROF_COUNT_PROMOTED, samples, caml_domain_alone());
 }
 
 static void on_dealloc(const struct caml_memprof_c_tracker *t,
@@ -271,8 +350,9 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
     s = r->site;
     caml_memprof_ctf_collect(r);
   }
-  bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples);
-  atomic_fetch_sub_explicit(&live_total, samples, memory_order_relaxed);
+  bool alone = caml_domain_alone();
+  bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples, alone);
+  add(&live_total, -samples, alone);
 }
 
 static const struct caml_memprof_c_tracker tracker = {
@@ -293,7 +373,7 @@ static void peak_candidate(void)
   peak_total = now;
   struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
   for (size_t i = 0; t != NULL && i < t->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&t->slot[i]);
+    struct site *s = atomic_load_relaxed(&t->slot[i].site);
     if (s == NULL) continue;
     uintnat n = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MINOR])
       + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MAJOR])
@@ -350,19 +430,19 @@ static const char *incomplete_reason;
 static bool render(struct caml_memprof_buf *b, void *gc)
 {
   caml_plat_lock_blocking(&sites_lock);
-  struct site_table *t = atomic_load_relaxed(&sites);
   size_t n = 0;
   struct caml_memprof_stack *st =
     calloc(sites_count ? sites_count : 1, sizeof *st);
-  for (size_t i = 0; st != NULL && t != NULL && i < t->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&t->slot[i]);
-    if (s == NULL) continue;
-    st[n].slots = s->slots;
-    st[n].nslots = s->nslots;
-    for (int c = 0; c < N_COUNTS; c++) {
-      st[n].count[c] = atomic_load_relaxed(&s->count[c]);
+  for (struct chunk *c = st ? chunks_first : NULL; c != NULL; c = c->next) {
+    for (size_t at = 0; at < c->used; n++) {
+      struct site *s = (struct site *)((char *)c->data + at);
+      at += site_bytes(s->nslots);
+      st[n].slots = s->slots;
+      st[n].nslots = s->nslots;
+      for (int k = 0; k < N_COUNTS; k++) {
+        st[n].count[k] = atomic_load_relaxed(&s->count[k]);
+      }
     }
-    n++;
   }
   caml_plat_unlock(&sites_lock);
   if (st == NULL) return false;
