@@ -21,11 +21,13 @@
  *    have no fields to follow, and static (NOT_MARKABLE) blocks are
  *    not entered, as the GC does not enter them.
  * 3. The heap is never written: visited blocks are recorded in a side
- *    bitmap with one bit per heap word, kept per 4 KiB page in an open
- *    addressing table keyed by page number. The GC's own colours and
- *    the program's heap are left as they were, so nothing needs
- *    undoing and a failure half-way (out of memory) only means falling
- *    back to the GC.
+ *    bitmap with one bit per heap word, one bitmap per 1 MiB region of
+ *    address space, found through a small open addressing table keyed
+ *    by region number (an 18 MB heap spans a few dozen regions, so the
+ *    table stays in the first-level cache and the bitmaps, 1/64 of the
+ *    heap, in the second). The GC's own colours and the program's heap
+ *    are left as they were, so nothing needs undoing and a failure
+ *    half-way (out of memory) only means falling back to the GC.
  * 4. The walk is exact only when nothing else can run or hide
  *    references: it is used only when the calling domain is the only
  *    one running and no ephemeron was ever created (their data are
@@ -55,22 +57,31 @@
 
 atomic_uintnat caml_memprof_ephemerons_created = 0;
 
-/**** Visited set: one bit per heap word, per 4 KiB page ****/
+/* The steps of the walk's loop must be inlined into it, whatever the
+ * compiler's size heuristics say: a call per visited block costs as
+ * much as the visit. */
+#if defined(__GNUC__)
+#define Walk_inline static inline __attribute__((always_inline))
+#else
+#define Walk_inline Caml_inline
+#endif
 
-#define PAGE_SHIFT 12
-#define PAGE_WORDS (1 << (PAGE_SHIFT - 3))
+/**** Visited set: one bit per heap word, per 1 MiB region ****/
 
-struct page {
-  uintnat key;                        /* page number + 1; 0 = empty */
-  uint64_t bits[PAGE_WORDS / 64];
+#define REGION_SHIFT 20
+#define REGION_WORDS ((uintnat)1 << (REGION_SHIFT - 3))
+
+struct region {
+  uintnat key;                        /* region number + 1; 0 = empty */
+  uint64_t *bits;                     /* REGION_WORDS bits */
 };
 
 struct walk {
-  struct page *pages;
+  struct region *regions;
   size_t capacity;                    /* a power of 2, at most half full */
   size_t used;
-  /* The page of the last block visited: list cells and tree nodes are
-   * laid out in runs, so most lookups end here. */
+  /* The region of the last block visited: most blocks of a heap lie in
+   * the regions of its pools, so most lookups end here. */
   uintnat last_key;
   uint64_t *last_bits;
   struct range { value *start, *end; } *stack;   /* fields to scan */
@@ -78,76 +89,89 @@ struct walk {
   bool failed;                        /* out of memory: the walk stops */
 };
 
-Caml_inline size_t page_slot(uintnat key, size_t capacity)
+Caml_inline size_t region_slot(uintnat key, size_t capacity)
 {
-  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 20) & (capacity - 1);
+  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (capacity - 1);
 }
 
-/* The slot for `key` in `pages`: where it is, or the empty slot where
+/* The slot for `key` in `regions`: where it is, or the empty slot where
  * it belongs. */
-static struct page *page_find(struct page *pages, size_t capacity,
-                              uintnat key)
+Caml_inline struct region *region_find(struct region *regions,
+                                       size_t capacity, uintnat key)
 {
   size_t mask = capacity - 1;
-  for (size_t j = page_slot(key, capacity);; j = (j + 1) & mask) {
-    if (pages[j].key == key || pages[j].key == 0) return &pages[j];
+  for (size_t j = region_slot(key, capacity);; j = (j + 1) & mask) {
+    if (regions[j].key == key || regions[j].key == 0) return &regions[j];
   }
 }
 
-static bool pages_grow(struct walk *w)
+static bool regions_grow(struct walk *w)
 {
-  size_t capacity = w->capacity ? 2 * w->capacity : 4096;
-  struct page *pages = calloc(capacity, sizeof *pages);
-  if (pages == NULL) return false;
+  size_t capacity = w->capacity ? 2 * w->capacity : 64;
+  struct region *regions = calloc(capacity, sizeof *regions);
+  if (regions == NULL) return false;
   for (size_t i = 0; i < w->capacity; i++) {
-    if (w->pages[i].key != 0) {
-      *page_find(pages, capacity, w->pages[i].key) = w->pages[i];
+    if (w->regions[i].key != 0) {
+      *region_find(regions, capacity, w->regions[i].key) = w->regions[i];
     }
   }
-  free(w->pages);
-  w->pages = pages;
+  free(w->regions);
+  w->regions = regions;
   w->capacity = capacity;
-  w->last_key = 0;
   return true;
 }
 
-/* The bitmap of page `key`, added if `add`; NULL if absent (or if it
- * could not be added, which sets `failed`). Becomes the last page. */
-static Caml_noinline uint64_t *page_bits(struct walk *w, uintnat key,
-                                         bool add)
+/* Adds region `key` (absent) with a clear bitmap; NULL, with `failed`
+ * set, when memory runs out. */
+static Caml_noinline uint64_t *region_add(struct walk *w, uintnat key)
 {
-  struct page *p =
-    w->capacity ? page_find(w->pages, w->capacity, key) : NULL;
-  if (p == NULL || p->key == 0) {
+  if (2 * (w->used + 1) > w->capacity && !regions_grow(w)) {
+    w->failed = true;
+    return NULL;
+  }
+  uint64_t *bits = calloc(REGION_WORDS / 64, sizeof *bits);
+  if (bits == NULL) { w->failed = true; return NULL; }
+  struct region *r = region_find(w->regions, w->capacity, key);
+  r->key = key;
+  r->bits = bits;
+  w->used++;
+  return bits;
+}
+
+/* The bitmap of region `key`, added if `add`; NULL if absent (or if it
+ * could not be added, which sets `failed`). Becomes the last region. */
+Walk_inline uint64_t *region_bits(struct walk *w, uintnat key, bool add)
+{
+  if (key == w->last_key) return w->last_bits;
+  uint64_t *bits = NULL;
+  if (w->capacity) {
+    struct region *r = region_find(w->regions, w->capacity, key);
+    if (r->key != 0) bits = r->bits;
+  }
+  if (bits == NULL) {
     if (!add) return NULL;
-    if (2 * (w->used + 1) > w->capacity) {
-      if (!pages_grow(w)) { w->failed = true; return NULL; }
-      p = page_find(w->pages, w->capacity, key);
-    }
-    p->key = key;
-    w->used++;
+    bits = region_add(w, key);
+    if (bits == NULL) return NULL;
   }
   w->last_key = key;
-  w->last_bits = p->bits;
-  return p->bits;
+  w->last_bits = bits;
+  return bits;
 }
 
 /* The bitmap word holding the visited bit of the header at `hp` in its
- * page's `bits`, and that bit in `*bit`. */
+ * region's `bits`, and that bit in `*bit`. */
 Caml_inline uint64_t *bit_of(uint64_t *bits, uintnat hp, uint64_t *bit)
 {
-  uintnat word = (hp >> 3) & (PAGE_WORDS - 1);
+  uintnat word = (hp >> 3) & (REGION_WORDS - 1);
   *bit = (uint64_t)1 << (word & 63);
   return &bits[word >> 6];
 }
 
 /* Sets the visited bit of the block whose header is at `hp`; true if it
  * was clear. */
-Caml_inline bool first_visit(struct walk *w, uintnat hp)
+Walk_inline bool first_visit(struct walk *w, uintnat hp)
 {
-  uintnat key = (hp >> PAGE_SHIFT) + 1;
-  uint64_t *bits = key == w->last_key ? w->last_bits
-                                      : page_bits(w, key, true);
+  uint64_t *bits = region_bits(w, (hp >> REGION_SHIFT) + 1, true);
   if (bits == NULL) return false;
   uint64_t bit, *cell = bit_of(bits, hp, &bit);
   if (*cell & bit) return false;
@@ -155,17 +179,27 @@ Caml_inline bool first_visit(struct walk *w, uintnat hp)
   return true;
 }
 
+static void free_regions(struct walk *w)
+{
+  for (size_t i = 0; i < w->capacity; i++) free(w->regions[i].bits);
+  free(w->regions);
+}
+
 /**** The walk ****/
 
-static bool push(struct walk *w, value *start, value *end)
+static Caml_noinline bool stack_grow(struct walk *w)
 {
-  if (w->depth == w->stack_capacity) {
-    size_t capacity = w->stack_capacity ? 2 * w->stack_capacity : 1024;
-    struct range *stack = realloc(w->stack, capacity * sizeof *stack);
-    if (stack == NULL) { w->failed = true; return false; }
-    w->stack = stack;
-    w->stack_capacity = capacity;
-  }
+  size_t capacity = w->stack_capacity ? 2 * w->stack_capacity : 1024;
+  struct range *stack = realloc(w->stack, capacity * sizeof *stack);
+  if (stack == NULL) { w->failed = true; return false; }
+  w->stack = stack;
+  w->stack_capacity = capacity;
+  return true;
+}
+
+Walk_inline bool push(struct walk *w, value *start, value *end)
+{
+  if (w->depth == w->stack_capacity && !stack_grow(w)) return false;
   w->stack[w->depth++] = (struct range){ start, end };
   return true;
 }
@@ -182,7 +216,7 @@ static Caml_noinline void scan_fiber(struct walk *w, value cont)
 /* Visits block `v` (not young). True, with its fields in
  * [*start, *end), if it was not visited before and has fields to
  * follow. A continuation's stack is scanned here, as roots. */
-Caml_inline bool enter(struct walk *w, value v, value **start, value **end)
+Walk_inline bool enter(struct walk *w, value v, value **start, value **end)
 {
   header_t hd = Hd_val(v);
   if (Tag_hd(hd) == Infix_tag) {
@@ -235,7 +269,7 @@ static bool reachable(value block, void *data)
 {
   struct walk *w = data;
   uintnat hp = (uintnat)Hp_val(block);
-  uint64_t *bits = page_bits(w, (hp >> PAGE_SHIFT) + 1, false);
+  uint64_t *bits = region_bits(w, (hp >> REGION_SHIFT) + 1, false);
   if (bits == NULL) return false;
   uint64_t bit;
   return (*bit_of(bits, hp, &bit) & bit) != 0;
@@ -263,7 +297,7 @@ bool caml_memprof_judge_by_reachability(void)
 
   bool judged = !w.failed;
   if (judged) caml_memprof_judge_major(reachable, &w);
-  free(w.pages);
+  free_regions(&w);
   free(w.stack);
   return judged;
 }
