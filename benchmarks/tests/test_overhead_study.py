@@ -179,3 +179,25 @@ def test_time_per_sample_at_every_rate_sits_beside_instructions_per_sample():
             "callgrind_repeats": 1}
     md = render_md.render_markdown(meta, results, rates, cg, [])
     assert "| lists | 200,000 | 100,000 | 2,000 | 100,000 |" in md.splitlines()
+
+
+def test_timing_rounds_write_a_profile_per_run_and_read_its_samples(tmp_path):
+    """A real hyperfine round on a real benchmark: every profiled run writes
+    its own <stem>.<pid>.json (no run times the removal of the one before),
+    and the sample count is read from one of them."""
+    import shutil
+    from overhead import timing
+    exe = ROOT / "_build" / "benchmarks" / "lists.exe"
+    assert exe.is_file() and shutil.which("hyperfine"), \
+        "needs `make benchmarks` and hyperfine (`make deps-bench`)"
+    m = tmp_path / "m.toml"
+    m.write_text(f'[[benchmark]]\nname = "lists"\ncommand = ["{exe}", "300"]\n')
+    (b,) = cli.select(str(m), "")
+    exes = {"patched": str(exe), "ocamltracker": str(exe)}
+    work = tmp_path / "work"
+    work.mkdir()
+    out = timing.time_benchmark(b, exes, [1e-2], runs=2, warmup=0, tmp=str(work))
+    written = sorted(work.glob("lists.1e-2.*.json"))
+    assert len(written) == 2                          # two rounds, two files
+    samples = json.loads(written[0].read_text())["totals"]["samples"]
+    assert samples > 0 and out["c"]["1e-2"]["samples"] == samples
