@@ -4,9 +4,10 @@ This is the path of `check` and of `memprof-ci compare BASELINE PROFILES`:
 five current profiles of N stacks each (about 8 MB of JSON apiece at 10,000
 stacks, six frames per stack) against a baseline of the same benchmark,
 through loading, validation, grouping, testing, Holm, and all three
-renderings.  `make bench-harness` runs it at 10,000 stacks and prints CPU
-and wall time; test_speed.py uses the same code for a scaling guard only,
-since timings depend on the machine.
+renderings.  `make bench-harness` runs it at 10,000 stacks and at a fifth
+of that, and prints CPU and wall time and the CPU ratio between the two
+(linear scaling gives 5); test_speed.py runs the same code for the
+correctness of its results only, since timings depend on the machine.
 """
 
 import json
@@ -66,15 +67,23 @@ def timed_compare(d):
     return cpu, wall, rep, out
 
 
-def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+def _median_of_3(n):
+    """(CPU, wall) seconds of the compare path on n stacks, median of 3."""
     with tempfile.TemporaryDirectory() as d:
         make_inputs(d, n)
         runs = [timed_compare(d)[:2] for _ in range(3)]
-    cpu = sorted(c for c, _ in runs)[1]
-    wall = sorted(w for _, w in runs)[1]
+    return sorted(c for c, _ in runs)[1], sorted(w for _, w in runs)[1]
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    cpu, wall = _median_of_3(n)
     print(f"compare path, {n} stacks x 5 seeds: median of 3: {cpu:.2f} s CPU "
           f"(incl. loader processes), {wall:.2f} s wall")
+    small = max(2, n // 5)
+    cpu_small, _ = _median_of_3(small)
+    print(f"scaling: {small} -> {n} stacks costs {cpu / cpu_small:.1f}x the CPU "
+          f"(linear: {n / small:.1f}x)")
 
 
 if __name__ == "__main__":
