@@ -130,7 +130,7 @@ Caml_inline void swap_stacks(struct resolved **a, size_t i, size_t j)
 static void sort_stacks(struct resolved **a, size_t n, size_t d)
 {
   while (n > 1) {
-    if (n < 8) {                      /* insertion sort, from rank d */
+    if (n < 8) {                      /* insertion sort */
       for (size_t i = 1; i < n; i++) {
         for (size_t j = i; j > 0 && by_frames(a[j - 1], a[j]) > 0; j--) {
           swap_stacks(a, j - 1, j);
@@ -198,11 +198,7 @@ static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
       p = line;
     }
     if (f) *p++ = ',';
-    char digits[CAML_MEMPROF_UINT_DIGITS];
-    char *d = caml_memprof_uint_digits(digits, ranks[f]);
-    size_t k = digits + CAML_MEMPROF_UINT_DIGITS - d;
-    memcpy(p, d, k);
-    p += k;
+    p = put_uint(p, ranks[f]);
   }
   *p++ = ']';
   *p++ = '}';

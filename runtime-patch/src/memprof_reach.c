@@ -23,7 +23,7 @@
  * 3. The heap is never written: visited blocks are recorded in a side
  *    bitmap with one bit per heap word, one bitmap per 1 MiB region of
  *    address space, found through a small open addressing table keyed
- *    by region number (an 18 MB heap spans a few dozen regions, so the
+ *    by region number (bdd 28's 18 MB heap spans 18 regions, so the
  *    table stays in the first-level cache and the bitmaps, 1/64 of the
  *    heap, in the second). The GC's own colours and the program's heap
  *    are left as they were, so nothing needs undoing and a failure

@@ -218,17 +218,17 @@ static struct site_table *sites_grown(struct site_table *old)
   return t;
 }
 
-/* The record for this callstack, whose hash is `h`, created if new;
- * NULL if out of memory (the sample is then not recorded). */
+/* The record for this callstack, created if new; NULL if out of
+ * memory (the sample is then not recorded). `alone`: design 3. */
 static struct site *site_of(const backtrace_slot *slots, size_t n,
-                            uint64_t h)
+                            bool alone)
 {
+  uint64_t h = hash_slots(slots, n);
   size_t hole;
   struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
   struct site *found = t ? sites_probe(t, h, slots, n, &hole) : NULL;
   if (found != NULL) return found;
 
-  bool alone = caml_domain_alone();      /* design 3 */
   if (!alone) caml_plat_lock_blocking(&sites_lock);
   struct site_table *probed = t;
   t = atomic_load_relaxed(&sites);
@@ -286,25 +286,20 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   (void)t;
   struct caml_memprof_ctf_block *r = NULL;
   if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
+  bool alone = caml_domain_alone();
   /* Loops sample the same stack again and again: a thread's last site
-   * is tried first, without a probe. Its hash, kept beside it, is
-   * compared before its record, which a program with a new stack per
-   * sample would otherwise fetch from memory only to find it differs. */
+   * is tried first, which needs neither hash nor probe. */
   static CAMLthread_local struct site *last_site = NULL;
-  static CAMLthread_local uint64_t last_hash = 0;
-  uint64_t h = hash_slots(callstack, frames);
   struct site *s = last_site;
-  if (s == NULL || h != last_hash || s->nslots != frames
+  if (s == NULL || s->nslots != frames
       || !same_slots(s->slots, callstack, frames)) {
-    s = site_of(callstack, frames, h);
+    s = site_of(callstack, frames, alone);
     if (s == NULL) {
       caml_memprof_ctf_block_free(r);
       return Val_unit;
     }
     last_site = s;
-    last_hash = h;
   }
-  bool alone = caml_domain_alone();
   add(&live_total, samples, alone);
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1, alone);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
@@ -422,11 +417,11 @@ void caml_memprof_tracker_start(void)
 
 /**** Finish ****/
 
-/* The outfile's render callback (design 4): snapshot the site table
- * (a still-running domain may insert meanwhile) and render it. */
 /* Why the run ended abnormally (finish_incomplete), else NULL. */
 static const char *incomplete_reason;
 
+/* The outfile's render callback (design 4): snapshot the site table
+ * (a still-running domain may insert meanwhile) and render it. */
 static bool render(struct caml_memprof_buf *b, void *gc)
 {
   caml_plat_lock_blocking(&sites_lock);
