@@ -12,6 +12,14 @@ Invariants:
   and collected samples from the promote and collect events of the
   stack's blocks, live = samples - collected.  For a trace the runtime
   wrote beside a profile, these equal the profile's counts.
+- peak_live_samples is each stack's live samples at the peak as
+  memtrace_viewer finds it: over the events in file order, the first
+  moment just after an alloc when Σ nsamples allocated minus collected is
+  highest.  A promote or collect that comes before its object's alloc
+  (another domain's packet first) is applied right after the alloc.  For
+  a single-domain trace the runtime wrote beside a profile, this equals
+  the profile's peak_live_samples (runtime-patch/format/profile-format.md,
+  "The peak").
 - Frames are innermost first, inlined frames expanded, as in profile
   format 1: a backtrace entry with locations L1 (outermost) .. Ln gives
   Ln .. L1, all but L1 inlined; an entry without locations gives one
@@ -30,7 +38,7 @@ import re
 
 from . import ctf
 from .errors import InputError
-from .profile import COUNT_KEYS, GC_KEYS, Profile
+from .profile import COUNT_KEYS, GC_KEYS, PEAK_KEY, Profile
 
 _SETTING = re.compile(r"(?:^|,)(rate|seed|frames)=([0-9.eE+-]+)(?=,|$)")
 DEFAULT_FRAMES = 16      # the runtime's frames= default
@@ -63,13 +71,15 @@ def _frames(bt: tuple, locations: dict, path: str) -> list:
     return out
 
 
-def _count(stacks: dict, objs: dict, ev: tuple, path: str) -> None:
+def _count(stacks: dict, objs: dict, ev: tuple, path: str, moves: list) -> None:
+    """Count one event; `moves` receives (stack, ±nsamples) per change of
+    the live samples, in event order."""
     kind = ev[0]
     if kind == "alloc":
         _, oid, length, nsamples, source, bt, _dom = ev
         st = stacks.get(bt)
         if st is None:
-            st = stacks[bt] = dict.fromkeys(COUNT_KEYS, 0)
+            st = stacks[bt] = dict.fromkeys(COUNT_KEYS + (PEAK_KEY,), 0)
         st["blocks"] += 1
         st["samples"] += nsamples
         st["words"] += length if source == "external" else length + 1
@@ -77,8 +87,9 @@ def _count(stacks: dict, objs: dict, ev: tuple, path: str) -> None:
         st[key] += nsamples
         early = objs.pop(oid, (None, set()))[1]
         objs[oid] = (st, nsamples)
+        moves.append((st, nsamples))
         for k in sorted(early, reverse=True):     # promote, then collect
-            _count(stacks, objs, (k, oid, _dom), path)
+            _count(stacks, objs, (k, oid, _dom), path, moves)
         return
     _, oid, _dom = ev
     rec = objs.get(oid)
@@ -94,6 +105,19 @@ def _count(stacks: dict, objs: dict, ev: tuple, path: str) -> None:
     st["promoted_samples" if kind == "promote" else "collected_samples"] += nsamples
     if kind == "collect":
         del objs[oid]
+        moves.append((st, -nsamples))
+
+
+def _peak(moves: list) -> None:
+    """Set each stack's peak_live_samples from the live-sample moves."""
+    total = best = 0
+    at = -1
+    for i, (_, n) in enumerate(moves):
+        total += n
+        if total > best:
+            best, at = total, i
+    for st, n in moves[:at + 1]:
+        st["peak_live_samples"] += n
 
 
 def load_ctf(path: str) -> Profile:
@@ -104,10 +128,11 @@ def load_ctf(path: str) -> Profile:
         raise InputError(f"{path}: cannot read: {e}") from None
     stacks: dict = {}
     objs: dict = {}
+    moves: list = []
     try:
         info, evs, locations = ctf.events(data)
         for ev in evs:
-            _count(stacks, objs, ev, path)
+            _count(stacks, objs, ev, path, moves)
     except ctf.CtfError as e:
         raise InputError(f"{path}: malformed memtrace trace: {e}") from None
     orphan = next((k for k, v in objs.items() if v[0] is None), None)
@@ -118,12 +143,13 @@ def load_ctf(path: str) -> Profile:
     if not 0 < rate <= 1:
         raise InputError(f"{path}: malformed memtrace trace: sample rate {rate!r} "
                          f"is not in (0, 1]")
+    _peak(moves)
     setting = dict(_SETTING.findall(info["context"]))
     out = []
-    totals = dict.fromkeys(COUNT_KEYS, 0)
+    totals = dict.fromkeys(COUNT_KEYS + (PEAK_KEY,), 0)
     for bt, st in stacks.items():
         st["live_samples"] = st["samples"] - st["collected_samples"]
-        for k in COUNT_KEYS:
+        for k in totals:
             totals[k] += st[k]
         out.append(dict(st, frames=_frames(bt, locations, path)))
     depth = max((len(bt) for bt in stacks), default=1)

@@ -32,6 +32,17 @@ def test_memtrace_fixture_loads_as_a_profile():
     assert fr["function"] == "Fixprog" and fr["line"] in range(5, 16)
 
 
+def test_memtrace_fixture_peaks_are_memtrace_viewers():
+    """The peaks memtrace_viewer's algorithm finds with memtrace's own reader
+    (data/ctf/viewer_peak.ml: 322 and 379 samples), and the stacks that
+    hold them."""
+    for path, peak in ((BEFORE, 322), (AFTER, 379)):
+        p = load_ctf(path)
+        assert p.totals["peak_live_samples"] == peak
+        assert sum(st["peak_live_samples"] for st in p.stacks) == peak
+        assert all(0 <= st["peak_live_samples"] <= st["samples"] for st in p.stacks)
+
+
 def test_memtrace_fixture_events():
     info, evs, locs = ctf.events(open(AFTER, "rb").read())
     assert info["context"] == "memprof-ci fixture" and info["word_size"] == 64

@@ -36,18 +36,25 @@
  *    (runtime-patch/format/profile-format.md). The program's exit
  *    status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
- * 5. Peak (memprof_tracker.h): `live_total` counts the samples
- *    allocated and not yet reported dead, over all sites (one relaxed
- *    atomic, moved by `alloc` and `dealloc`); a site's own live count
- *    is its samples minus its collected. At each major cycle end
- *    (caml_memprof_tracker_cycle_end, called by major_gc.c in the
- *    stop-the-world section that every domain has reached after its
- *    cycle-end memprof work and minor collection), and once more at
- *    exit once the live set is judged, a total above the highest seen
- *    so far becomes the new peak: every site's live count is copied
- *    into its COUNT_PEAK_LIVE slot. The cost is one pass over the
- *    sites per new maximum. Cycle ends run by the exit sequence itself
- *    are not candidates, so the walk and the GC judge alike.
+ * 5. Peak: the moment of the run when the most samples were live
+ *    (allocated and not yet reported dead, over all sites), in the
+ *    order the callbacks ran; the first such moment on a tie. Only an
+ *    allocation can make a new peak, so `on_alloc` compares the live
+ *    total with the highest so far. A copy of every site's live count
+ *    at each new peak would cost a pass over the sites, and a growing
+ *    heap makes a new peak at nearly every sample; instead a new peak
+ *    only starts a new epoch, and a site records its live count (in
+ *    COUNT_PEAK_LIVE, stamped with the epoch) just before the first
+ *    change to it in an epoch: a site whose stamp is not the last
+ *    epoch has not changed since the peak. The finish settles those
+ *    once (peak_freeze), before the exit judgment, so the cost is O(1)
+ *    per sample and per death and one pass at exit. The live counts,
+ *    the total and the stamps move together: under `peak_lock` when
+ *    several domains run (design 3), so the peak is one moment of a
+ *    single order of all domains' events; plainly when the domain is
+ *    alone. The trace (design 6) writes its alloc and collect events
+ *    from the same callbacks, so for a single domain memtrace's tools
+ *    find the same peak in it (format document, "The peak").
  * 6. With trace= (memprof_ctf.c), each sampled block also goes into
  *    the memtrace trace: memprof then keeps the trace's record of the
  *    block (its site and object id) instead of the site itself; the
@@ -94,6 +101,7 @@ CAMLextern value caml_sys_argv(value unit);
 
 struct site {
   atomic_uintnat count[N_COUNTS];   /* COUNT_SAMPLES stays 0 (derived) */
+  uintnat peak_stamp;               /* design 5, moved with the counts */
   uint64_t hash;
   size_t nslots;
   backtrace_slot slots[];
@@ -248,6 +256,7 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   found = site_room(n);
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
+  found->peak_stamp = 0;
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
@@ -271,8 +280,47 @@ Caml_inline void bump(struct site *s, int c, uintnat n, bool alone)
   add(&s->count[c], n, alone);
 }
 
-/* Design 5: sampled blocks not yet reported dead, all sites. */
-static atomic_uintnat live_total = 0;
+/**** Live counts and the peak (design 5) ****/
+
+static caml_plat_mutex peak_lock = CAML_PLAT_MUTEX_INITIALIZER;
+/* Under peak_lock, or read and written by a domain running alone: */
+static uintnat live_total = 0;        /* samples live, all sites */
+static uintnat peak_total = 0;        /* the highest live_total so far */
+static uintnat peak_epoch = 1;        /* bumped at each new peak */
+static bool peak_frozen = false;      /* set by peak_freeze */
+
+Caml_inline uintnat site_live(struct site *s)
+{
+  uintnat n = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MINOR])
+    + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MAJOR])
+    + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_CUSTOM]);
+  uintnat dead = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_COLLECTED]);
+  return n >= dead ? n - dead : 0;
+}
+
+/* Count `n` samples born (`born`) or found dead at `s` in its counter
+ * `c`, and keep the peak. */
+static void live_move(struct site *s, int c, uintnat n, bool born,
+                      bool alone)
+{
+  if (!alone) caml_plat_lock_blocking(&peak_lock);
+  if (s->peak_stamp != peak_epoch && !peak_frozen) {
+    atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
+                         site_live(s));
+    s->peak_stamp = peak_epoch;
+  }
+  atomic_store_relaxed(&s->count[c], atomic_load_relaxed(&s->count[c]) + n);
+  if (born) {
+    live_total += n;
+    if (live_total > peak_total && !peak_frozen) {
+      peak_total = live_total;
+      peak_epoch++;
+    }
+  } else {
+    live_total -= n;
+  }
+  if (!alone) caml_plat_unlock(&peak_lock);
+}
 
 /**** The tracker's callbacks (called by memprof.c) ****/
 
@@ -300,15 +348,14 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
     }
     last_site = s;
   }
-  add(&live_total, samples, alone);
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1, alone);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
     bump(s, CAML_MEMPROF_COUNT_WORDS, wosize, alone);  /* out of heap */
-    bump(s, CAML_MEMPROF_COUNT_CUSTOM, samples, alone);
+    live_move(s, CAML_MEMPROF_COUNT_CUSTOM, samples, true, alone);
   } else {
     bump(s, CAML_MEMPROF_COUNT_WORDS, Whsize_wosize(wosize), alone);
-    bump(s, young ? CAML_MEMPROF_COUNT_MINOR : CAML_MEMPROF_COUNT_MAJOR,
-         samples, alone);
+    live_move(s, young ? CAML_MEMPROF_COUNT_MINOR : CAML_MEMPROF_COUNT_MAJOR,
+              samples, true, alone);
     if (source == CAML_MEMPROF_SRC_MARSHAL) {
       bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples, alone);
     }
@@ -345,9 +392,8 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
     s = r->site;
     caml_memprof_ctf_collect(r);
   }
-  bool alone = caml_domain_alone();
-  bump(s, CAML_MEMPROF_COUNT_COLLECTED, samples, alone);
-  add(&live_total, -samples, alone);
+  live_move(s, CAML_MEMPROF_COUNT_COLLECTED, samples, false,
+            caml_domain_alone());
 }
 
 static const struct caml_memprof_c_tracker tracker = {
@@ -356,33 +402,26 @@ static const struct caml_memprof_c_tracker tracker = {
 
 static value profile = Val_unit;   /* generational global root */
 
-/**** Peak (design 5) ****/
-
-static uintnat peak_total = 0;        /* written by one thread at a time */
-static atomic_uintnat peak_frozen = 0;
-
-static void peak_candidate(void)
+/* Settle the peak (design 5): a site not changed since the last peak
+ * had its present live count then. Later deaths (the exit judgment)
+ * leave it alone. Runs at exit, once. */
+static void peak_freeze(void)
 {
-  uintnat now = atomic_load_relaxed(&live_total);
-  if (now <= peak_total) return;
-  peak_total = now;
-  struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
-  for (size_t i = 0; t != NULL && i < t->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&t->slot[i].site);
-    if (s == NULL) continue;
-    uintnat n = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MINOR])
-      + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_MAJOR])
-      + atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_CUSTOM]);
-    uintnat dead = atomic_load_relaxed(&s->count[CAML_MEMPROF_COUNT_COLLECTED]);
-    atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
-                         n >= dead ? n - dead : 0);
+  caml_plat_lock_blocking(&sites_lock);
+  caml_plat_lock_blocking(&peak_lock);
+  peak_frozen = true;
+  for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
+    for (size_t at = 0; at < c->used;) {
+      struct site *s = (struct site *)((char *)c->data + at);
+      at += site_bytes(s->nslots);
+      if (s->peak_stamp != peak_epoch) {
+        atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
+                             site_live(s));
+      }
+    }
   }
-}
-
-void caml_memprof_tracker_cycle_end(void)
-{
-  if (profile == Val_unit || atomic_load_relaxed(&peak_frozen)) return;
-  peak_candidate();
+  caml_plat_unlock(&peak_lock);
+  caml_plat_unlock(&sites_lock);
 }
 
 /**** Start ****/
@@ -465,7 +504,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
   }
 
   caml_memprof_stop_c(profile);
-  atomic_store_relaxed(&peak_frozen, 1);
+  peak_freeze();
   struct caml_memprof_gc_totals g = caml_memprof_read_gc_totals();
 
   /* Reachability at exit, not GC timing, decides "live": by a walk of
@@ -481,7 +520,6 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
-  peak_candidate();   /* the run's end counts as a cycle end */
 
   if (tracing) {
     int terr = caml_memprof_ctf_finish();

@@ -2,14 +2,20 @@
 document, "The peak"): a program whose phases hold their chunks until the
 phase ends has the same allocation and live set at exit as one that drops
 them, and a much higher peak at the site that holds them; the peak is
-deterministic for a seed; it is at least the live set at exit; and the
-profile's heap_words and top_heap_words are those OCAMLRUNPARAM=v=0x400
-prints for the unprofiled run.
+deterministic for a seed; it is at least the live set at exit; blocks
+count until the GC finds them dead; the trace of the same run gives the
+same peak; and the profile's heap_words and top_heap_words are those
+OCAMLRUNPARAM=v=0x400 prints for the unprofiled run.
 """
+
+import sys
 
 import pytest
 
-from runtime_testlib import profile, run, site_totals
+from runtime_testlib import ROOT, profile, read_profile, run, site_totals
+
+sys.path.insert(0, str(ROOT / "harness"))
+from memprof_ci.ctf_profile import load_ctf  # noqa: E402
 
 ARGS = (6, 1500)   # phases, chunks of 1000 words per phase
 RATE = 1e-3
@@ -47,13 +53,35 @@ def test_peak_counts_are_consistent_and_deterministic(build, tmp_path):
     assert t["peak_live_samples"] >= t["live_samples"]
 
 
-def test_without_a_major_cycle_the_peak_is_the_live_set_at_exit(build, tmp_path):
+def test_the_peak_counts_blocks_not_yet_found_dead(build, tmp_path):
+    """retain drop with a minor heap that holds every block: nothing dies
+    before the final Gc.full_major, so the peak is just after the last
+    allocation, every sample live, although none is live at exit."""
     exe = build("retain")
-    prof, _, _ = profile(exe, "keep", rate=1e-2, tmp=tmp_path, runparam="s=8M")
-    if prof["gc"]["major_collections"] != 0:
-        pytest.skip("retain.ml completed a major cycle")
-    assert [s["peak_live_samples"] for s in prof["stacks"]] == \
-        [s["live_samples"] for s in prof["stacks"]]
+    prof, _, _ = profile(exe, "drop", rate=1e-2, tmp=tmp_path, runparam="s=8M")
+    peak = site_totals(prof, "peak_live_samples")["Retain.make_block"]
+    allocated = site_totals(prof)["Retain.make_block"]
+    live = site_totals(prof, "live_samples").get("Retain.make_block", 0)
+    assert allocated > 5000 and peak == allocated and live == 0, (peak, allocated, live)
+
+
+@pytest.mark.parametrize("prog,args,rate", [
+    ("peak_phase", ARGS + ("hold",), RATE),
+    ("peak_phase", ARGS + ("drop",), RATE),
+    ("peak_tie", ("6",), 1.0),
+])
+def test_the_trace_of_the_run_has_the_same_peak(build, tmp_path, prog, args, rate):
+    """memtrace's tools take the peak from the trace's events (memtrace_viewer:
+    running Σ alloc − collect, first maximum); the harness's CTF reader does
+    the same, and for a single domain it equals the profile's, per stack."""
+    out, tr = tmp_path / "p.json", tmp_path / "t.ctf"
+    run(build(prog), *args, cwd=tmp_path, memprof=f"rate={rate},seed=3,out={out},trace={tr}")
+    prof = read_profile(out.read_bytes())
+    trace = load_ctf(str(tr))
+    want = site_totals(prof, "peak_live_samples")
+    got = site_totals({"stacks": trace.stacks}, "peak_live_samples")
+    assert {k: v for k, v in got.items() if v} == {k: v for k, v in want.items() if v}
+    assert trace.totals["peak_live_samples"] == prof["totals"]["peak_live_samples"] > 0
 
 
 @pytest.mark.parametrize("mode", ["hold", "drop"])
@@ -67,3 +95,14 @@ def test_heap_words_are_the_unprofiled_runs(build, tmp_path, mode):
                              name=f"{mode}{seed}.json")
         got = {k: prof["gc"][k] for k in want}
         assert got == want, (seed, got, want)
+
+
+def test_a_tie_keeps_the_first_peak(build, tmp_path):
+    """peak_tie: every round reaches the same live total with one array at
+    `first` (odd rounds) or `second` (even rounds); the first round is the
+    peak, the last (even) round's tie does not replace it."""
+    prof, _, _ = profile(build("peak_tie"), "6", rate=1.0, tmp=tmp_path)
+    peak = site_totals(prof, "peak_live_samples")
+    assert peak.get("Peak_tie.first") == 1001 and peak.get("Peak_tie.second", 0) == 0, peak
+    alloc = site_totals(prof)
+    assert alloc["Peak_tie.first"] == alloc["Peak_tie.second"] == 3 * 1001, alloc

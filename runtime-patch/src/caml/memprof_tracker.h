@@ -16,10 +16,6 @@
  *    Effect module that registers Effect.Unhandled is not linked); the
  *    profile then carries `incomplete` with `reason`. caml_fatal_error
  *    does not call it (runtime-patch/format/profile-format.md says why).
- * 4. `cycle_end` runs at the end of every major cycle, in the
- *    stop-the-world section, on one domain while the others wait
- *    (major_gc.c's cycle_major_heap_from_stw_single): the tracker
- *    takes the live samples of that moment as a peak candidate.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -32,7 +28,6 @@
 void caml_memprof_tracker_start(void);
 int caml_memprof_tracker_finish(int retcode);
 int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason);
-void caml_memprof_tracker_cycle_end(void);
 
 #endif /* CAML_INTERNALS */
 
