@@ -113,8 +113,8 @@ def test_retention_is_caught_at_the_retaining_site(tmp_path):
     site = "Leak.transient_work @ benchmarks/leak.ml"
     # Allocation and live at exit name the retaining site alone; the peak
     # names it too, and may name other long-lived data as well: the
-    # retained blocks change which cycle end is the peak, and with it what
-    # else is live there.
+    # retained blocks change when the peak is, and with it what else is
+    # live there.
     assert {s for check, s in flagged if check != "peak"} == {site}, flagged
     assert ("live", site) in flagged and ("peak", site) in flagged, flagged
 

@@ -72,7 +72,7 @@ def test_end_to_end_detects_exactly_the_changed_site(tmp_path):
 @pytest.mark.needs_runtime
 def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     """`memprof-ci profile` (the gate's build job) writes the first seed's
-    memtrace trace next to its profile, with the same counts."""
+    memtrace trace next to its profile, with the same counts and peak."""
     if not os.path.exists(OCAMLOPT):
         pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
     from memprof_ci.ctf_profile import load_ctf
@@ -86,9 +86,9 @@ def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     assert sorted(p.name for p in profiles.iterdir()) == [
         "alloc.1.ctf", "alloc.1.json", "alloc.2.json", "alloc.3.json"]
     prof = json.load(open(profiles / "alloc.1.json"))
-    from memprof_ci.profile import COUNT_KEYS
+    from memprof_ci.profile import COUNT_KEYS, PEAK_KEY
     tr = load_ctf(str(profiles / "alloc.1.ctf"))
-    assert tr.totals == {k: prof["totals"][k] for k in COUNT_KEYS}
+    assert tr.totals == {k: prof["totals"][k] for k in COUNT_KEYS + (PEAK_KEY,)}
     r = run_cli(["compare", str(profiles / "alloc.1.json"), str(profiles / "alloc.1.ctf")])
     assert r.returncode == 0, r.stdout + r.stderr
 

@@ -287,7 +287,6 @@ static caml_plat_mutex peak_lock = CAML_PLAT_MUTEX_INITIALIZER;
 static uintnat live_total = 0;        /* samples live, all sites */
 static uintnat peak_total = 0;        /* the highest live_total so far */
 static uintnat peak_epoch = 1;        /* bumped at each new peak */
-static bool peak_frozen = false;      /* set by peak_freeze */
 
 Caml_inline uintnat site_live(struct site *s)
 {
@@ -300,11 +299,11 @@ Caml_inline uintnat site_live(struct site *s)
 
 /* Count `n` samples born (`born`) or found dead at `s` in its counter
  * `c`, and keep the peak. */
-static void live_move(struct site *s, int c, uintnat n, bool born,
+Caml_inline void live_move(struct site *s, int c, uintnat n, bool born,
                       bool alone)
 {
   if (!alone) caml_plat_lock_blocking(&peak_lock);
-  if (s->peak_stamp != peak_epoch && !peak_frozen) {
+  if (s->peak_stamp != peak_epoch) {
     atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
                          site_live(s));
     s->peak_stamp = peak_epoch;
@@ -312,7 +311,7 @@ static void live_move(struct site *s, int c, uintnat n, bool born,
   atomic_store_relaxed(&s->count[c], atomic_load_relaxed(&s->count[c]) + n);
   if (born) {
     live_total += n;
-    if (live_total > peak_total && !peak_frozen) {
+    if (live_total > peak_total) {
       peak_total = live_total;
       peak_epoch++;
     }
@@ -403,13 +402,16 @@ static const struct caml_memprof_c_tracker tracker = {
 static value profile = Val_unit;   /* generational global root */
 
 /* Settle the peak (design 5): a site not changed since the last peak
- * had its present live count then. Later deaths (the exit judgment)
- * leave it alone. Runs at exit, once. */
+ * had its present live count then. Every site is then stamped with the
+ * last epoch and no total can exceed peak_total, so later events (the
+ * exit judgment's deaths, another domain's last samples) leave the peak
+ * alone; a site created after this was not live at the peak, and its
+ * first event records 0. Runs at exit, once. */
 static void peak_freeze(void)
 {
   caml_plat_lock_blocking(&sites_lock);
   caml_plat_lock_blocking(&peak_lock);
-  peak_frozen = true;
+  peak_total = CAML_UINTNAT_MAX;
   for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
     for (size_t at = 0; at < c->used;) {
       struct site *s = (struct site *)((char *)c->data + at);
@@ -417,6 +419,7 @@ static void peak_freeze(void)
       if (s->peak_stamp != peak_epoch) {
         atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
                              site_live(s));
+        s->peak_stamp = peak_epoch;
       }
     }
   }
