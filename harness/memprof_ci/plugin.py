@@ -176,7 +176,7 @@ class Context:
         if self._family_done:
             return
         self._family_done = True
-        rows = []
+        rows, peaks = [], []
         for name in self.selected(("alloc_sites", "live", "peak")):
             try:
                 base = self.baseline(name)
@@ -198,10 +198,13 @@ class Context:
                 r["peak"] = site_rows(name, "peak", cur, base, bench.params())
                 r["peak_summary"] = V.peak_summary(cur, base)
                 rows.extend(r["peak"])
+                peaks.append(r)
             if base.ocaml_version != cur.ocaml_version:
                 r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
                                   f"{cur.ocaml_version}")
         V.decide_family(rows)
+        for r in peaks:
+            V.peak_must_rise(r["peak"], r["peak_summary"])
 
     def baseline_diff(self) -> dict:
         if self._diff is None:

@@ -8,9 +8,12 @@ tests and their arithmetic; report.py only renders what is decided here.
 
 Invariants:
 1. decide_family() is the only way rows are Holm-adjusted and classified;
-   finalize() applies it over every alloc and live row of a report (and,
-   two-sided, over every proposed-baseline row), is idempotent, recomputes
-   the alloc/live outcomes from the adjusted rows and then the accept label.
+   finalize() applies it over every alloc, live and peak row of a report
+   (and, two-sided, over every proposed-baseline row), then
+   peak_must_rise() to each benchmark's peak rows (a peak row is a
+   regression only when the peak itself rose by min_effect), is
+   idempotent, recomputes the outcomes from the adjusted rows and then the
+   accept label.
 2. verdict() is the only place exit codes come from: 2 when any check or the
    run has an error, else 1 when any check failed, else 0; "accepted"
    outcomes do not fail.
@@ -29,6 +32,8 @@ Invariants:
 """
 
 from __future__ import annotations
+
+import math
 
 from . import stats
 from .profile import WORD_BYTES
@@ -210,6 +215,22 @@ def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
             "current_words": (cur.total_peak or 0) / cur.exposure}
 
 
+def peak_must_rise(rows: list, summary: dict | None) -> None:
+    """A site holds more at the peak only as part of a higher peak: when the
+    sampled live words at the peak rose by less than min_effect, the sites'
+    increases are a different mix of what is live at one moment (which
+    minor-heap garbage, which thread's data), not more peak memory, and
+    their rows become "~" with a note."""
+    if not summary or not rows:
+        return
+    b, c = summary["baseline_words"], summary["current_words"]
+    rise = c / b - 1 if b > 0 else (math.inf if c > 0 else 0.0)
+    for r in rows:
+        if r.get("status") == "regression" and rise < r["min_effect"]:
+            r["status"] = "~"
+            r["note"] = f"the peak rose {rise:+.1%}, less than min_effect"
+
+
 def peak_line(summary: dict, regs: list) -> str:
     """`peak: +4.4 M words; held by `Prog.phase` (+4.3 M words), ...`: the
     change of the sampled live words at the peak, and the sites holding it."""
@@ -274,6 +295,8 @@ def finalize(report: dict) -> None:
         for key in _CHECK_OF:
             rows.extend(b.get(key) or [])
     decide_family(rows)
+    for b in report["benchmarks"].values():
+        peak_must_rise(b.get("peak") or [], b.get("peak_summary"))
     prop = []
     for b in report["benchmarks"].values():
         prop.extend(b.get("proposed") or [])
