@@ -70,6 +70,11 @@ def test_domains_have_their_own_streams(build, tmp_path):
     prof, tr = both(build("domains"), tmp_path, spec="rate=1e-3,seed=7")
     assert counts(tr.totals, COUNT_KEYS) == counts(prof["totals"], COUNT_KEYS)
     assert by_frames(tr.stacks, COUNT_KEYS) == by_frames(prof["stacks"], COUNT_KEYS)
+    # Several domains: the profile's peak is one moment of the order in
+    # which their events took the tracker's lock.
+    t = prof["totals"]
+    assert t["live_samples"] <= t["peak_live_samples"] <= t["samples"]
+    assert t["peak_live_samples"] == sum(st["peak_live_samples"] for st in prof["stacks"])
     _, evs, _ = ctf.events((tmp_path / "t.ctf").read_bytes())
     allocated, doms, late = set(), set(), 0
     for e in evs:
