@@ -31,16 +31,21 @@ def _report(tmp_path):
         return json.load(fh)["benchmarks"]["held"]
 
 
-def test_holding_more_at_the_peak_fails_the_peak_check_naming_the_site(tmp_path):
-    project(tmp_path, [{"name": "held", "spec": _spec(0.1)}])
+def _check_against(tmp_path, base_spec, spec):
+    """Record `base_spec` as the baseline, then check a run of `spec` (other
+    seeds); returns the CLI result and the benchmark's report."""
+    project(tmp_path, [{"name": "held", "spec": base_spec}])
     update(tmp_path)
-    spec = _spec(0.6)
     spec["salt"] = 1
     _write_spec(tmp_path, spec)
     r = check(tmp_path, "--report-dir", "rep")
     no_traceback(r)
+    return r, _report(tmp_path)
+
+
+def test_holding_more_at_the_peak_fails_the_peak_check_naming_the_site(tmp_path):
+    r, b = _check_against(tmp_path, _spec(0.1), _spec(0.6))
     assert r.returncode == 1, r.stdout + r.stderr
-    b = _report(tmp_path)
     assert b["checks"]["peak"]["outcome"] == "failed"
     assert b["checks"]["alloc_sites"]["outcome"] == "passed"
     assert b["checks"]["live"]["outcome"] == "passed"
@@ -115,17 +120,11 @@ def test_a_different_mix_at_an_unchanged_peak_is_not_a_peak_regression(tmp_path)
     """One site holds more at the peak and another as much less: the peak
     is as high as before, so the check passes and the site's row says why
     (a thread schedule or a shifted minor collection does this)."""
-    project(tmp_path, [{"name": "held", "spec": _spec(0.1)}])
-    update(tmp_path)
     # fakebench: peak fraction = live + (peak - live) * (1 - live), live 0.05.
     spec = _spec(0.1375)              # Main.f0: +0.14 M words at the peak ...
     spec["sites"][1]["peak"] = 0.05   # ... Main.f1: -0.14 M (only its live set)
-    spec["salt"] = 1
-    _write_spec(tmp_path, spec)
-    r = check(tmp_path, "--report-dir", "rep")
-    no_traceback(r)
+    r, b = _check_against(tmp_path, _spec(0.1), spec)
     assert r.returncode == 0, r.stdout + r.stderr
-    b = _report(tmp_path)
     assert b["checks"]["peak"]["outcome"] == "passed"
     f0 = next(x for x in b["peak"] if x["site"] == "Main.f0 @ main.ml")
     assert f0["status"] == "~" and "less than min_effect" in f0["note"], f0
