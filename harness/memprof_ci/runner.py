@@ -26,17 +26,23 @@ STDERR_TAIL = 600
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
                       trace: str | None = None, per_process: bool = False) -> str:
     """The OCAMLMEMPROF value for these settings.  Paths are taken
-    literally (a `%` is written `%%`); with `per_process`, the profile's
+    literally (a `%` is written `%%` and a comma `%,`; spaces need no
+    escape); with `per_process`, the profile's
     name gets the run's pid (`.%p` before its extension), so that runs
     repeated with one setting each write a new file instead of replacing
     the last one (replacing a large file costs its removal, which is not
     the profiler's cost)."""
-    out = out.replace("%", "%%")
+    out = _literal(out)
     if per_process:
         root, ext = os.path.splitext(out)
         out = f"{root}.%p{ext}"
     spec = f"rate={rate!r},seed={seed},frames={frames},out={out}"
-    return spec + f",trace={trace.replace('%', '%%')}" if trace else spec
+    return spec + f",trace={_literal(trace)}" if trace else spec
+
+
+def _literal(path: str) -> str:
+    """`path` as an OCAMLMEMPROF path template that names it exactly."""
+    return path.replace("%", "%%").replace(",", "%,")
 
 
 def bench_env(bench, extra: dict | None = None) -> dict:

@@ -70,6 +70,23 @@ def test_end_to_end_detects_exactly_the_changed_site(tmp_path):
 
 
 @pytest.mark.needs_runtime
+def test_a_project_under_a_directory_with_a_space_and_a_comma(tmp_path):
+    """A checkout such as `~/My Projects/app, v2` profiles like any other:
+    the profile and trace paths reach the runtime escaped."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    work = tmp_path / "My Projects" / "app, v2"
+    work.mkdir(parents=True)
+    (work / "benchmarks.toml").write_text(MANIFEST)
+    build(str(work), "alloc_base.ml")
+    r = run_cli(["profile", "--manifest", "benchmarks.toml", "--out", "run", "--no-overhead"],
+                cwd=str(work))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(p.name for p in (work / "run" / "profiles").iterdir()) == [
+        "alloc.1.ctf", "alloc.1.json", "alloc.2.json", "alloc.3.json"]
+
+
+@pytest.mark.needs_runtime
 def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     """`memprof-ci profile` (the gate's build job) writes the first seed's
     memtrace trace next to its profile, with the same counts and peak."""
@@ -95,11 +112,11 @@ def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
 
 def test_overhead_runs_write_a_new_profile_each_in_a_literal_directory(tmp_path):
     """The runtime reads the OCAMLMEMPROF value memprof_env_value builds: a
-    `%` in a directory is literal, and with per_process each run writes its
-    own <name>.<pid>.json (the overhead rounds then never time the removal
-    of the previous run's profile)."""
+    `%`, a comma or a space in a directory is literal, and with per_process
+    each run writes its own <name>.<pid>.json (the overhead rounds then
+    never time the removal of the previous run's profile)."""
     from memprof_ci.runner import memprof_env_value
-    work = tmp_path / "100%"
+    work = tmp_path / "100% of a,b"
     work.mkdir()
     build(str(work), "alloc_base.ml")
     spec = memprof_env_value(1e-3, 1, 32, str(work / "p.json"), per_process=True)

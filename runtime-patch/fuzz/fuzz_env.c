@@ -9,12 +9,14 @@
  *    promises (memprof_env_parse.c, design 1 and 3):
  *    - success: the rate is finite and in (0, 1] when tracking, the
  *      defaults hold otherwise, frames is in 1..4096, `out` is a
- *      non-empty path without a space, comma or control character,
- *      either the default or inside the setting (or absent, only when
- *      `trace` is given), `trace` is such a path inside the setting or
- *      absent, and the setting had
- *      no whitespace, control byte or empty item; the values, written
- *      back as a setting and parsed again, give the same result.
+ *      non-empty path without a control character, a space at either
+ *      end or a comma that no `%` escapes, either the default or
+ *      inside the setting (or absent, only when `trace` is given),
+ *      `trace` is such a path inside the setting or absent, and the
+ *      setting had no control byte, no whitespace but the paths'
+ *      spaces and no empty item (items split at unescaped commas); the
+ *      values, written back as a setting and parsed again, give the
+ *      same result.
  *    - failure: the message is one line of printable ASCII that
  *      starts with "OCAMLMEMPROF: " and fits its buffer.
  *    A broken promise aborts with the reason, which libFuzzer reports
@@ -78,15 +80,41 @@ static char *canonical(const struct caml_memprof_env *env)
   return s;
 }
 
-/* A path value, when present: non-empty, no space, comma or control. */
-static void check_path(const char *orig, const char *path, const char *what)
+/* A path value, when present: non-empty, no control byte, no space at
+ * either end, every comma escaped by a `%`. Returns its spaces. */
+static size_t check_path(const char *orig, const char *path, const char *what)
 {
-  if (path == NULL) return;
-  check(path[0] != '\0', what, orig);
+  if (path == NULL) return 0;
+  size_t len = strlen(path), spaces = 0;
+  check(len > 0 && path[0] != ' ' && path[len - 1] != ' ', what, orig);
   for (const char *p = path; *p; p++) {
     unsigned char c = (unsigned char)*p;
-    check(c > ' ' && c != 0x7f && c != ',', what, orig);
+    check(c >= ' ' && c != 0x7f && c != ',', what, orig);
+    if (c == ' ') spaces++;
+    if (c == '%') {
+      check(p[1] == 'p' || p[1] == '%' || p[1] == ',', what, orig);
+      p++;
+    }
   }
+  return spaces;
+}
+
+/* Whether the setting has an empty item, splitting it at the commas
+ * that no `%` escapes (written apart from the parser's own scan). */
+static bool empty_item(const char *s)
+{
+  size_t len = strlen(s);
+  bool at_start = true;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] == ',') {
+      if (at_start) return true;
+      at_start = true;
+    } else {
+      at_start = false;
+      if (s[i] == '%' && i + 1 < len) i++;
+    }
+  }
+  return at_start && len > 0;
 }
 
 static void check_success(const char *orig, const char *spec, size_t len,
@@ -107,20 +135,21 @@ static void check_success(const char *orig, const char *spec, size_t len,
         "frames out of range", orig);
   check(env->seeded || env->seed == 0, "a seed without seed=", orig);
   check(env->out != NULL || env->trace != NULL, "no out without trace", orig);
-  check_path(orig, env->out, "out");
-  check_path(orig, env->trace, "trace");
+  size_t path_spaces = check_path(orig, env->out, "out")
+    + check_path(orig, env->trace, "trace");
   check(env->out == NULL || strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
         || (env->out >= spec && env->out < spec + len),
         "out neither the default nor in the setting", orig);
   check(env->trace == NULL || (env->trace >= spec && env->trace < spec + len),
         "trace not in the setting", orig);
+  size_t spaces = 0;
   for (const char *p = orig; *p; p++) {
     unsigned char c = (unsigned char)*p;
-    check(c > ' ' && c != 0x7f, "whitespace or a control byte accepted", orig);
+    check(c >= ' ' && c != 0x7f, "a control byte accepted", orig);
+    if (c == ' ') spaces++;
   }
-  check(len == 0 || (orig[0] != ',' && orig[len - 1] != ','
-                     && strstr(orig, ",,") == NULL),
-        "an empty item accepted", orig);
+  check(spaces == path_spaces, "whitespace outside a path accepted", orig);
+  check(len == 0 || !empty_item(orig), "an empty item accepted", orig);
 
   char *again = canonical(env);
   struct caml_memprof_env env2;

@@ -3,17 +3,19 @@
  * 1. One strict rule, so that a typo is an error and never a different
  *    setting. The value is empty (the same as unset) or a list of
  *    `key=value` items separated by single commas: no empty item, no
- *    leading or trailing comma, no whitespace anywhere, each key at
- *    most once, keys from this set:
+ *    leading or trailing comma, no whitespace outside a path, each key
+ *    at most once, keys from this set:
  *      seed=N     N plain decimal digits, 0 to 2^64-1
  *      rate=R     R matching [0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?, its
  *                 value greater than 0 and at most 1 (no sign, no
  *                 leading dot, no hex, inf or nan; a value that
  *                 underflows is an error); switches the tracker on
  *      frames=N   N plain decimal digits, 1 to CAML_MEMPROF_MAX_FRAMES
- *      out=PATH   non-empty, no space, comma or control character
- *                 (bytes above 0x7f are allowed); `%p` is the pid and
- *                 `%%` a percent sign, any other `%` is an error
+ *      out=PATH   non-empty, no control character, no space at either
+ *                 end (spaces inside are kept; bytes above 0x7f are
+ *                 allowed); `%p` is the pid, `%%` a percent sign and
+ *                 `%,` a comma, any other `%` is an error. Items are
+ *                 split at the commas that no `%` escapes.
  *      trace=PATH the same as out=, for the memtrace CTF trace
  *                 (memprof_ctf.c); given without out=, no profile is
  *                 written, only the trace
@@ -197,16 +199,21 @@ static bool parse_frames(struct msg *m, const char *val,
 /* A path template of `key` (out, trace): design 1. */
 static bool check_path(struct msg *m, const char *key, const char *val)
 {
-  if (*val == '\0') return bad_value(m, key, val, "expected a file path");
+  size_t len = strlen(val);
+  if (len == 0) return bad_value(m, key, val, "expected a file path");
+  if (val[0] == ' ' || val[len - 1] == ' ') {
+    return bad_value(m, key, val, "a path cannot start or end with a "
+                     "space");
+  }
   for (const char *p = val; *p != '\0'; p++) {
     unsigned char c = (unsigned char)*p;
-    if (c <= ' ' || c == 0x7f) {
-      return bad_value(m, key, val, "a path with a space or a control "
-                       "character cannot be given");
+    if (c < ' ' || c == 0x7f) {
+      return bad_value(m, key, val, "a path with a control character "
+                       "cannot be given");
     }
     if (c == '%') {
-      if (p[1] != 'p' && p[1] != '%') {
-        return bad_value(m, key, val, "only %p (the pid) and %% may "
+      if (p[1] != 'p' && p[1] != '%' && p[1] != ',') {
+        return bad_value(m, key, val, "only %p (the pid), %% and %, may "
                          "follow a percent sign");
       }
       p++;
@@ -263,14 +270,31 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->trace = NULL;
 }
 
+/* The end of the item at `p`: its separating comma, or the end of the
+ * setting. A `%` escapes the byte after it (design 1). */
+static char *item_end(char *p)
+{
+  while (*p != '\0' && *p != ',') p += (p[0] == '%' && p[1] != '\0') ? 2 : 1;
+  return p;
+}
+
+static bool has_empty_item(char *spec)
+{
+  for (char *item = spec;; item++) {
+    char *end = item_end(item);
+    if (end == item) return true;
+    if (*end == '\0') return false;
+    item = end;
+  }
+}
+
 bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
                             char *msg, size_t msg_size)
 {
   struct msg m = { msg, msg_size, 0 };
   msg_add(&m, "", 0);
   if (*spec == '\0') return true;
-  size_t len = strlen(spec);
-  if (spec[0] == ',' || spec[len - 1] == ',' || strstr(spec, ",,") != NULL) {
+  if (has_empty_item(spec)) {
     msg_lit(&m, CAML_MEMPROF_ENV_VAR ": invalid setting '");
     msg_escaped(&m, spec);
     msg_lit(&m, "': empty item (expected key=value items separated by "
@@ -280,9 +304,9 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
 
   const char *vals[N_KEYS] = { NULL };
   for (char *item = spec, *next; item != NULL; item = next) {
-    char *comma = strchr(item, ',');
+    char *comma = item_end(item);
     next = NULL;
-    if (comma != NULL) { *comma = '\0'; next = comma + 1; }
+    if (*comma == ',') { *comma = '\0'; next = comma + 1; }
     char *eq = strchr(item, '=');
     if (eq == NULL) {
       msg_lit(&m, CAML_MEMPROF_ENV_VAR ": invalid item '");

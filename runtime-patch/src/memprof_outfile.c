@@ -53,8 +53,8 @@ char *caml_memprof_expand_out(const char *tmpl)
     if (p[0] == '%' && p[1] == 'p') {
       caml_memprof_buf_printf(&b, "%ld", (long)getpid());
       p++;
-    } else if (p[0] == '%' && p[1] == '%') {
-      caml_memprof_buf_lit(&b, "%");
+    } else if (p[0] == '%' && (p[1] == '%' || p[1] == ',')) {
+      caml_memprof_buf_add(&b, p + 1, 1);
       p++;
     } else {
       caml_memprof_buf_add(&b, p, 1);

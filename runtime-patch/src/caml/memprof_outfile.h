@@ -1,7 +1,7 @@
 /* memprof-ci: where the built-in tracker's profile goes.
  *
- * 1. `out` of OCAMLMEMPROF, with %p expanded (caml_memprof_expand_out),
- *    names the destination; caml_memprof_write_out opens it as design
+ * 1. `out` of OCAMLMEMPROF, with %p, %% and %, expanded
+ *    (caml_memprof_expand_out), names the destination; caml_memprof_write_out opens it as design
  *    1 of memprof_outfile.c says (in place for a device or pipe, else a
  *    new temporary file renamed over it) and has a callback render the
  *    whole document into a streaming buffer (caml/memprof_jsonbuf.h)
