@@ -22,9 +22,11 @@ says why): stacks only draw pictures and support rename pairing, and never
 outweigh the site counts.
 
 Samples live at the peak are kept per site ("peak_samples") and in
-totals ("peak_samples"); a baseline without them (or without the GC's
-heap_words/top_heap_words) loads with Aggregate.total_peak None (or
-those GC keys absent), and the checks that need them are skipped.
+totals ("peak_samples"), with config "peak": "events" (the definition of
+the peak they were counted at); a baseline without them, or with another
+definition (no config.peak: major-cycle ends), or without the GC's
+heap_words/top_heap_words, loads with Aggregate.total_peak None (or those
+GC keys absent), and the checks that need them are skipped.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from collections import Counter
 from . import validate as V
 from .errors import InputError
 from .overhead import parse_record
-from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, VERSION as PROFILE_VERSION,
+from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, PEAK_EVENTS, VERSION as PROFILE_VERSION,
                       VERSIONS as PROFILE_VERSIONS, load_json)
 from .sites import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
@@ -72,7 +74,8 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "patch_id": patch_id,
         "git_commit": commit,
         "config": {"rate": agg.rate, "seeds": list(agg.seeds), "frames": agg.frames,
-                   "grouping": agg.grouping},
+                   "grouping": agg.grouping,
+                   **({"peak": PEAK_EVENTS} if agg.total_peak is not None else {})},
         "totals": {"samples": agg.total_samples, "live_samples": agg.total_live,
                    **({"peak_samples": agg.total_peak} if agg.total_peak is not None else {})},
         "gc": agg.gc,
@@ -325,7 +328,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
                         total_samples=V.count(totals.get("samples"), "totals.samples"),
                         total_live=V.count(totals.get("live_samples"), "totals.live_samples"),
                         sites=sites, sources=[path])
-        if "peak_samples" in totals:
+        if "peak_samples" in totals and cfg.get("peak") == PEAK_EVENTS:
             agg.total_peak = V.count(totals["peak_samples"], "totals.peak_samples")
         meta = {"overhead": parse_record(doc.get("overhead"), "overhead"),
                 "patch_id": V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200),

@@ -399,7 +399,8 @@ class PeakItem(_SitesItem):
         if base.total_peak is None or self.ctx.profiles(self.bench).total_peak is None:
             side = "baseline" if base.total_peak is None else "current profiles"
             pytest.skip(f"the {side} of {self.bench!r} record no live-at-peak samples "
-                        f"(made before the runtime recorded them); regenerate with "
+                        f"of this runtime's peak (made before the runtime recorded them, "
+                        f"or when it took the peak at major-cycle ends); regenerate with "
                         f"`memprof-ci update-baselines -k {self.bench}`")
         super().runtest()
 

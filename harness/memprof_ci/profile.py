@@ -38,6 +38,9 @@ COUNT_KEYS = ("blocks", "samples", "words", "minor_samples", "major_samples",
 # Recorded by current runtimes, absent from older profiles (not recorded).
 GC_OPTIONAL_KEYS = ("heap_words", "top_heap_words")
 PEAK_KEY = "peak_live_samples"
+# config.peak of a profile whose peak is the first maximum over every
+# allocation (runtime-patch/format/profile-format.md, "The peak").
+PEAK_EVENTS = "events"
 FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
 
 
@@ -165,6 +168,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     stacks = doc["stacks"]
     if not isinstance(stacks, list):
         raise bad("stacks is not a list")
+    if cfg.get("peak") != PEAK_EVENTS:
+        _forget_peak(doc["totals"], stacks)
     if version == 2:
         expand_frame_table(doc["frame_table"], stacks, path)
     if not check_stacks:
@@ -215,6 +220,16 @@ def stack_counts(st):
             vals[COLLECTED] + vals[LIVE] != vals[SAMPLES]:
         return None
     return vals
+
+
+def _forget_peak(totals: dict, stacks: list) -> None:
+    """Counts at a peak of another definition (a runtime that took it at
+    major-cycle ends, without config.peak) are not compared with today's:
+    the profile is read as recording no peak."""
+    totals.pop(PEAK_KEY, None)
+    for st in stacks:
+        if isinstance(st, dict):
+            st.pop(PEAK_KEY, None)
 
 
 def peak_of(st: dict, i: int, path: str):

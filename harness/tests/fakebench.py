@@ -57,6 +57,23 @@ def frame(f):
             "col_end": None if ln is None else 9, "function": fn, "inlined": False}
 
 
+def _items(setting):
+    """OCAMLMEMPROF items, split at the commas that no `%` escapes."""
+    items, cur, i = [], "", 0
+    while i < len(setting):
+        c = setting[i]
+        if c == "%" and i + 1 < len(setting):
+            cur, i = cur + setting[i:i + 2], i + 2
+            continue
+        if c == ",":
+            items.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    return items + [cur]
+
+
 def main():
     args = sys.argv[1:]
     spec = json.load(open(args[0]))
@@ -90,10 +107,11 @@ def main():
             spin(float(opts[opts.index("--burst") + 1]) if "--burst" in opts else 0.3)
     if not env or "--no-profile" in opts:
         return
-    cfg = dict(kv.split("=", 1) for kv in env.split(","))
+    cfg = dict(kv.split("=", 1) for kv in _items(env))
     rate, seed, frames = float(cfg["rate"]), int(cfg["seed"]), int(cfg["frames"])
-    # As the runtime expands `out`: %p is the pid, %% a literal %.
-    out = re.sub("%[p%]", lambda m: str(os.getpid()) if m.group() == "%p" else "%", cfg["out"])
+    # As the runtime expands `out`: %p is the pid, %% a literal %, %, a comma.
+    out = re.sub("%[p%,]", lambda m: str(os.getpid()) if m.group() == "%p" else m.group()[1],
+                 cfg["out"])
     rng = Rng(seed + 1000 * spec.get("salt", 0))
     stacks = []
     keys = ("blocks", "samples", "words", "minor_samples", "major_samples", "marshal_samples",
@@ -124,7 +142,8 @@ def main():
         gc["minor_words"] = int(sum(s["words"] for s in spec["sites"]))
     doc = {"format": "memprof-ci/profile", "version": int(opts[opts.index("--version") + 1])
            if "--version" in opts else 1, "ocaml_version": "5.3.0", "backend": "native",
-           "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames},
+           "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames,
+                                        **({"peak": "events"} if with_peak else {})},
            "gc": gc, "totals": totals, "stacks": stacks}
     tmp = f"{out}.tmp.{os.getpid()}"
     with open(tmp, "w") as fh:

@@ -90,6 +90,46 @@ def test_baseline_without_peak_skips_the_check_with_a_note(tmp_path):
     assert any("without top_heap_words" in n for n in b["notes"]), b["notes"]
 
 
+def test_baseline_with_a_peak_at_cycle_ends_skips_the_check(tmp_path):
+    """A baseline recorded when the runtime took the peak at major-cycle
+    ends (no config.peak) is not compared with today's event peak: such a
+    peak leaves out the blocks not yet found dead, so every benchmark would
+    seem to hold more."""
+    project(tmp_path, [{"name": "held", "spec": _spec(0.1)}])
+    update(tmp_path)
+    path = os.path.join(str(tmp_path), "baselines", "held.json")
+    doc = json.load(open(path))
+    assert doc["config"].pop("peak") == "events"
+    for s in doc["sites"].values():
+        s["peak_samples"] //= 4
+    doc["totals"]["peak_samples"] = sum(s["peak_samples"] for s in doc["sites"].values())
+    json.dump(doc, open(path, "w"))
+    r = check(tmp_path, "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    b = _report(tmp_path)
+    assert b["checks"]["peak"]["outcome"] == "skipped"
+    assert "major-cycle ends" in b["checks"]["peak"]["message"]
+
+
+def test_profile_without_the_peak_definition_records_no_peak(tmp_path):
+    import subprocess
+    import sys
+    from memprof_ci.profile import PEAK_KEY, load_profile
+    _write_spec(tmp_path, _spec(0.1))
+    prof = tmp_path / "p, 1.json"
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "fakebench.py"),
+                    str(tmp_path / "held.spec.json")], check=True,
+                   env=dict(os.environ, OCAMLMEMPROF=f"rate=1e-4,seed=1,frames=8,"
+                                                     f"out={tmp_path}/p%, 1.json"))
+    doc = json.loads(prof.read_text())
+    assert doc["config"]["peak"] == "events"
+    assert PEAK_KEY in load_profile(str(prof)).totals
+    del doc["config"]["peak"]
+    prof.write_text(json.dumps(doc))
+    p = load_profile(str(prof))
+    assert PEAK_KEY not in p.totals and all(PEAK_KEY not in st for st in p.stacks)
+
+
 def _gc_project(tmp_path, exact):
     bench = {"name": "held", "spec": _spec(0.1)}
     if exact:

@@ -310,7 +310,8 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   } else {
     caml_memprof_buf_lit(b, "null");
   }
-  caml_memprof_buf_printf(b, ",\"frames\":%ld},\n", (long)env->frames);
+  caml_memprof_buf_printf(b, ",\"frames\":%ld,\"peak\":\"events\"},\n",
+                          (long)env->frames);
   caml_memprof_buf_lit(b, "\"gc\":{");
   caml_memprof_buf_field(b, true, "minor_words", g->minor_words);
   caml_memprof_buf_field(b, false, "promoted_words", g->promoted_words);
