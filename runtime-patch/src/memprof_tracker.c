@@ -300,7 +300,7 @@ Caml_inline uintnat site_live(struct site *s)
 /* Count `n` samples born (`born`) or found dead at `s` in its counter
  * `c`, and keep the peak. */
 Caml_inline void live_move(struct site *s, int c, uintnat n, bool born,
-                      bool alone)
+                           bool alone)
 {
   if (!alone) caml_plat_lock_blocking(&peak_lock);
   if (s->peak_stamp != peak_epoch) {

@@ -1,12 +1,13 @@
 /* memprof-ci: where the built-in tracker's profile goes.
  *
  * 1. `out` of OCAMLMEMPROF, with %p, %% and %, expanded
- *    (caml_memprof_expand_out), names the destination; caml_memprof_write_out opens it as design
- *    1 of memprof_outfile.c says (in place for a device or pipe, else a
- *    new temporary file renamed over it) and has a callback render the
- *    whole document into a streaming buffer (caml/memprof_jsonbuf.h)
- *    onto it. The destination only ever holds a complete profile, or
- *    (in place) whatever a failed write left.
+ *    (caml_memprof_expand_out), names the destination;
+ *    caml_memprof_write_out opens it as design 1 of memprof_outfile.c
+ *    says (in place for a device or pipe, else a new temporary file
+ *    renamed over it) and has a callback render the whole document
+ *    into a streaming buffer (caml/memprof_jsonbuf.h) onto it. The
+ *    destination only ever holds a complete profile, or (in place)
+ *    whatever a failed write left.
  * 2. A document written as it goes: caml_memprof_out_create at the
  *    start, caml_memprof_out_commit at the end, on the same two paths.
  * 3. Thread-safety: no global state; each call is made once.
