@@ -1,6 +1,6 @@
 /* memprof-ci: source locations of the tracker's raw callstack slots.
  *
- * 1. What and when: caml/memprof_frames.h (resolution of a slot into
+ * 1. What and when: caml/memprof_frames.h (resolution of slots into
  *    interned frame objects, ranking by text). Used at exit by
  *    memprof_profile.c; the JSON text of a frame is written with
  *    memprof_jsonbuf.c.
@@ -201,16 +201,24 @@ static const slot_frames *resolve_slot(backtrace_slot slot)
   return sf;
 }
 
-size_t caml_memprof_resolve_slots(const backtrace_slot *slots, size_t n,
-                                  const slot_frames **out)
+bool caml_memprof_stack_ids(const backtrace_slot *slots, size_t n,
+                            struct caml_memprof_ids *out)
 {
-  size_t total = 0;
   for (size_t k = 0; k < n; k++) {
-    out[k] = resolve_slot(slots[k]);
-    if (out[k] == NULL) return SIZE_MAX;
-    total += out[k]->n;
+    const slot_frames *sf = resolve_slot(slots[k]);
+    if (sf == NULL) return false;
+    if (out->cap - out->len < sf->n) {
+      size_t cap = out->cap ? out->cap : 1024;
+      while (cap - out->len < sf->n) cap *= 2;
+      uint32_t *v = realloc(out->v, cap * sizeof *v);
+      if (v == NULL) return false;
+      out->v = v;
+      out->cap = cap;
+    }
+    memcpy(out->v + out->len, sf->ids, sf->n * sizeof *sf->ids);
+    out->len += sf->n;
   }
-  return total;
+  return true;
 }
 
 /**** Ranks ****/
@@ -243,13 +251,7 @@ struct caml_memprof_frame_text *caml_memprof_rank_frames(size_t *count)
   return texts;
 }
 
-size_t caml_memprof_slots_ranks(const slot_frames *const *sfs, size_t n,
-                                uint32_t *out)
+void caml_memprof_ids_to_ranks(uint32_t *ids, size_t n)
 {
-  uint32_t *next = out;
-  for (size_t k = 0; k < n; k++) {
-    const slot_frames *sf = sfs[k];
-    for (size_t f = 0; f < sf->n; f++) *next++ = objs[sf->ids[f]].rank;
-  }
-  return next - out;
+  for (size_t i = 0; i < n; i++) ids[i] = objs[ids[i]].rank;
 }

@@ -18,7 +18,7 @@
  *    after the check, pointing at a regular file, is closed unwritten
  *    and the rename path taken instead: no regular file is ever
  *    written through a name we did not create.
- * 4. The document is streamed through a 1 MiB window
+ * 4. The document is streamed through a 256 KiB window
  *    (memprof_jsonbuf.c), never built whole in memory; the caller's
  *    callback renders it (memprof_tracker.c, memprof_profile.c).
  * 5. A file written as it goes (the trace, memprof_ctf.c) takes the
@@ -42,7 +42,7 @@
 #include "caml/memprof_jsonbuf.h"
 #include "caml/memprof_outfile.h"
 
-#define OUT_WINDOW ((size_t)1 << 20)
+#define OUT_WINDOW ((size_t)256 << 10)
 #define TMP_TRIES 100
 
 char *caml_memprof_expand_out(const char *tmpl)

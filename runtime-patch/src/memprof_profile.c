@@ -4,12 +4,17 @@
  *    to ranked frame objects) and memprof_jsonbuf.c (the output
  *    buffer); the tracker (memprof_tracker.c) supplies the stacks and
  *    memprof_outfile.c the streaming buffer.
- * 2. Each distinct slot of every stack is resolved once, outside any
- *    lock; the frame objects are ranked once all are known. A stack
- *    becomes its sequence of frame ranks (all in one arena), and
- *    stacks are sorted by it, which is the order of their JSON frame
- *    texts. Stacks whose slots differ but resolve to the same frames
- *    are then adjacent, and merged by adding their counts.
+ * 2. Two stages (caml/memprof_profile.h). Sorting reads the stacks'
+ *    slots and never their counters: each distinct slot is resolved
+ *    once; a stack becomes the ids of its frame objects (all stacks in
+ *    one arena), which become ranks once every frame object is known
+ *    and ranked; the stacks are sorted by their ranks, which is the
+ *    order of their JSON frame texts. Rendering reads the counters, and
+ *    stacks whose slots differ but resolve to the same frames, adjacent
+ *    once sorted, make one line with the sum of their counts. The
+ *    profile holds no copy of the counters: a program with a stack per
+ *    sample has tens of thousands, and every new page of memory written
+ *    at exit costs a page fault.
  * 3. The document (version 2): header (format, version, OCaml
  *    version, backend, argv, and `incomplete` only for a run the
  *    runtime ended abnormally), config (rate, seed, frames), gc, totals
@@ -43,6 +48,7 @@
 #include "caml/version.h"
 
 #define N_COUNTS CAML_MEMPROF_N_COUNTS
+#define PREFETCH_AHEAD 8
 
 /* `,"key":` of each count, in schema order; live_samples (derived)
  * last. Each is padded to KEY_ROOM bytes so that it is copied with one
@@ -94,7 +100,21 @@ struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void)
   return g;
 }
 
-struct resolved { uint32_t *ranks; size_t n; uintnat count[N_COUNTS]; };
+/* A stack, resolved: its frame ranks and where its counters are. */
+struct resolved {
+  const uint32_t *ranks;
+  size_t n;
+  const atomic_uintnat *count;
+};
+
+struct caml_memprof_sorted {
+  const struct caml_memprof_stack *stacks;  /* as given */
+  size_t nstacks;
+  struct resolved *rs;                      /* nstacks, sorted */
+  uint32_t *arena;                          /* every stack's ranks */
+  struct caml_memprof_frame_text *texts;    /* by rank */
+  size_t ntexts;
+};
 
 static int by_frames(const struct resolved *x, const struct resolved *y)
 {
@@ -112,9 +132,9 @@ Caml_inline int64_t rank_at(const struct resolved *x, size_t d)
   return d < x->n ? (int64_t)x->ranks[d] : -1;
 }
 
-Caml_inline void swap_stacks(struct resolved **a, size_t i, size_t j)
+Caml_inline void swap_stacks(struct resolved *a, size_t i, size_t j)
 {
-  struct resolved *t = a[i];
+  struct resolved t = a[i];
   a[i] = a[j];
   a[j] = t;
 }
@@ -127,26 +147,26 @@ Caml_inline void swap_stacks(struct resolved **a, size_t i, size_t j)
  * long common prefixes). The smaller outer partition is sorted by a
  * recursive call and the larger one by the loop, so the C stack grows
  * by at most log2 n frames per rank of depth. */
-static void sort_stacks(struct resolved **a, size_t n, size_t d)
+static void sort_stacks(struct resolved *a, size_t n, size_t d)
 {
   while (n > 1) {
     if (n < 8) {                      /* insertion sort */
       for (size_t i = 1; i < n; i++) {
-        for (size_t j = i; j > 0 && by_frames(a[j - 1], a[j]) > 0; j--) {
+        for (size_t j = i; j > 0 && by_frames(&a[j - 1], &a[j]) > 0; j--) {
           swap_stacks(a, j - 1, j);
         }
       }
       return;
     }
     /* Median of three ranks as the pivot. */
-    int64_t x = rank_at(a[0], d), y = rank_at(a[n / 2], d),
-            z = rank_at(a[n - 1], d);
+    int64_t x = rank_at(&a[0], d), y = rank_at(&a[n / 2], d),
+            z = rank_at(&a[n - 1], d);
     int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x))
                           : (x < z ? x : (y < z ? z : y));
     /* [0, lt) below the pivot, [lt, i) equal, (gt, n) above. */
     size_t lt = 0, i = 0, gt = n;
     while (i < gt) {
-      int64_t r = rank_at(a[i], d);
+      int64_t r = rank_at(&a[i], d);
       if (r < pivot) swap_stacks(a, lt++, i++);
       else if (r > pivot) swap_stacks(a, i, --gt);
       else i++;
@@ -205,68 +225,65 @@ static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
   caml_memprof_buf_add(b, line, p - line);
 }
 
-/* The stacks, resolved, sorted and merged (design 2): `*n_out`
- * pointers to them, or NULL when out of memory. The stacks live in
- * `*storage` and their rank arrays in `*arena` (one allocation each);
- * `*texts` holds the `*ntexts` frame texts by rank. */
-static struct resolved **resolve_stacks(const struct caml_memprof_stack *st,
-                                       size_t n, size_t *n_out,
-                                       struct resolved **storage,
-                                       uint32_t **arena,
-                                       struct caml_memprof_frame_text **texts,
-                                       size_t *ntexts)
+void caml_memprof_sorted_free(struct caml_memprof_sorted *so)
 {
-  struct resolved *rs = calloc(n ? n : 1, sizeof *rs);
-  size_t nslots = 0, total = 0;
-  bool ok = rs != NULL;
-  for (size_t i = 0; ok && i < n; i++) nslots += st[i].nslots;
-  const struct caml_memprof_slot_frames **sfs =
-    ok ? malloc((nslots ? nslots : 1) * sizeof *sfs) : NULL;
-  if (sfs == NULL) ok = false;
-  for (size_t i = 0, at = 0; ok && i < n; at += st[i].nslots, i++) {
-    size_t frames =
-      caml_memprof_resolve_slots(st[i].slots, st[i].nslots, &sfs[at]);
-    if (frames == SIZE_MAX) ok = false; else total += frames;
+  if (so == NULL) return;
+  free(so->rs);
+  free(so->arena);
+  free(so->texts);
+  free(so);
+}
+
+struct caml_memprof_sorted *
+caml_memprof_sort_stacks(const struct caml_memprof_stack *st, size_t n)
+{
+  struct caml_memprof_sorted *so = calloc(1, sizeof *so);
+  if (so == NULL) return NULL;
+  so->stacks = st;
+  so->nstacks = n;
+  so->rs = malloc((n ? n : 1) * sizeof *so->rs);
+  /* Each slot gives at least one frame: room for as many at first. */
+  size_t nslots = 0;
+  for (size_t i = 0; i < n; i++) nslots += st[i].nslots;
+  struct caml_memprof_ids ids = { malloc((nslots ? nslots : 1) * sizeof *ids.v),
+                                  0, nslots ? nslots : 1 };
+  bool ok = so->rs != NULL && ids.v != NULL;
+  /* Offsets into the arena first: it may move while it grows. */
+  size_t *at = ok ? malloc((n ? n : 1) * sizeof *at) : NULL;
+  ok = ok && at != NULL;
+  for (size_t i = 0; ok && i < n; i++) {
+    at[i] = ids.len;
+    ok = caml_memprof_stack_ids(st[i].slots, st[i].nslots, &ids);
   }
-  *texts = ok ? caml_memprof_rank_frames(ntexts) : NULL;
-  *arena = ok ? malloc((total ? total : 1) * sizeof **arena) : NULL;
-  if (*texts == NULL || *arena == NULL) ok = false;
-  uint32_t *next = *arena;
-  for (size_t i = 0, at = 0; ok && i < n; i++) {
-    const uintnat *count = st[i].count;
-    memcpy(rs[i].count, count, sizeof rs[i].count);
-    rs[i].count[CAML_MEMPROF_COUNT_SAMPLES] = count[CAML_MEMPROF_COUNT_MINOR]
-      + count[CAML_MEMPROF_COUNT_MAJOR] + count[CAML_MEMPROF_COUNT_CUSTOM];
-    rs[i].ranks = next;
-    rs[i].n = caml_memprof_slots_ranks(&sfs[at], st[i].nslots, next);
-    next += rs[i].n;
-    at += st[i].nslots;
-  }
-  free(sfs);
-  struct resolved **order = ok ? malloc((n ? n : 1) * sizeof *order) : NULL;
-  if (order == NULL) {
-    free(rs);
-    free(*arena);
-    free(*texts);
-    *arena = NULL;
-    *texts = NULL;
+  if (ok) so->texts = caml_memprof_rank_frames(&so->ntexts);
+  if (!ok || so->texts == NULL) {
+    free(at);
+    free(ids.v);
+    caml_memprof_sorted_free(so);
     return NULL;
   }
-  for (size_t i = 0; i < n; i++) order[i] = &rs[i];
-  sort_stacks(order, n, 0);
-  size_t m = 0;
+  caml_memprof_ids_to_ranks(ids.v, ids.len);
+  so->arena = ids.v;
   for (size_t i = 0; i < n; i++) {
-    if (m > 0 && by_frames(order[m - 1], order[i]) == 0) {
-      for (int c = 0; c < N_COUNTS; c++) {
-        order[m - 1]->count[c] += order[i]->count[c];
-      }
-    } else {
-      order[m++] = order[i];
-    }
+    size_t end = i + 1 < n ? at[i + 1] : ids.len;
+    so->rs[i].ranks = ids.v + at[i];
+    so->rs[i].n = end - at[i];
+    so->rs[i].count = st[i].count;
   }
-  *n_out = m;
-  *storage = rs;
-  return order;
+  free(at);
+  sort_stacks(so->rs, n, 0);
+  return so;
+}
+
+/* The counts of a stack (or a sum of them) with COUNT_SAMPLES derived,
+ * added into `into`. */
+Caml_inline void add_stack_counts(uintnat *into, const atomic_uintnat *c)
+{
+  uintnat v[N_COUNTS];
+  for (int k = 0; k < N_COUNTS; k++) v[k] = atomic_load_relaxed(&c[k]);
+  v[CAML_MEMPROF_COUNT_SAMPLES] = v[CAML_MEMPROF_COUNT_MINOR]
+    + v[CAML_MEMPROF_COUNT_MAJOR] + v[CAML_MEMPROF_COUNT_CUSTOM];
+  for (int k = 0; k < N_COUNTS; k++) into[k] += v[k];
 }
 
 bool caml_memprof_render_profile(struct caml_memprof_buf *b,
@@ -274,17 +291,14 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
 {
   const struct caml_memprof_env *env = caml_memprof_env();
   const struct caml_memprof_gc_totals *g = p->gc;
-  size_t n, ntexts = 0;
-  uint32_t *arena;
-  struct caml_memprof_frame_text *texts;
-  struct resolved *storage;
-  struct resolved **rs = resolve_stacks(p->stacks, p->nstacks, &n, &storage,
-                                        &arena, &texts, &ntexts);
-  if (rs == NULL) return false;
+  const struct caml_memprof_sorted *so = p->sorted;
 
+  /* In the order given (creation order for the tracker: its records
+   * in address order), not the sorted one. */
   uintnat total[N_COUNTS] = { 0 };
-  for (size_t i = 0; i < n; i++)
-    for (int c = 0; c < N_COUNTS; c++) total[c] += rs[i]->count[c];
+  for (size_t i = 0; i < so->nstacks; i++) {
+    add_stack_counts(total, so->stacks[i].count);
+  }
 
   caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
                        "\"ocaml_version\":");
@@ -325,20 +339,31 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_lit(b, "\"totals\":{");
   add_counts(b, total);
   caml_memprof_buf_lit(b, "},\n\"frame_table\":[");
-  for (size_t r = 0; r < ntexts; r++) {
+  for (size_t r = 0; r < so->ntexts; r++) {
     caml_memprof_buf_add(b, r ? ",\n" : "\n", r ? 2 : 1);
-    caml_memprof_buf_add(b, texts[r].json, texts[r].len);
+    caml_memprof_buf_add(b, so->texts[r].json, so->texts[r].len);
   }
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
-  for (size_t i = 0; i < n; i++) {
+  /* Stacks that resolve alike are adjacent: one line for each run. */
+  const struct resolved *rs = so->rs;
+  for (size_t i = 0, j; i < so->nstacks; i = j) {
+    /* The counters are in the tracker's records, read here in sorted
+     * order, not in the order they lie in memory. */
+    if (i + PREFETCH_AHEAD < so->nstacks) {
+      const char *c = (const char *)rs[i + PREFETCH_AHEAD].count;
+      __builtin_prefetch(c);
+      __builtin_prefetch(c + N_COUNTS * sizeof(uintnat) - 1);
+      __builtin_prefetch(rs[i + PREFETCH_AHEAD].ranks);
+    }
+    uintnat count[N_COUNTS] = { 0 };
+    add_stack_counts(count, rs[i].count);
+    for (j = i + 1; j < so->nstacks && by_frames(&rs[i], &rs[j]) == 0; j++) {
+      add_stack_counts(count, rs[j].count);
+    }
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
-    add_counts(b, rs[i]->count);
-    add_indices(b, rs[i]->ranks, rs[i]->n);
+    add_counts(b, count);
+    add_indices(b, rs[i].ranks, rs[i].n);
   }
   caml_memprof_buf_lit(b, "\n]}\n");
-  free(texts);
-  free(rs);
-  free(storage);
-  free(arena);
   return true;
 }

@@ -27,14 +27,16 @@
  *    case, and a lock-prefixed instruction or a cold mutex costs more
  *    than the rest of a sample.
  * 4. At exit (caml_memprof_tracker_finish, at most once): stop
- *    sampling, read the GC counters, have the blocks no longer
- *    reachable counted as collected (a walk of the heap,
- *    memprof_reach.c, or else two major cycles), then write the
- *    profile where `out` says (memprof_outfile.c): the site table is
- *    snapshot under its lock, and memprof_profile.c resolves, merges,
- *    sorts and renders the stacks as the JSON profile
- *    (runtime-patch/format/profile-format.md). The program's exit
- *    status is kept, except that a profile that cannot be written
+ *    sampling; in one pass over the records, settle the peak (design
+ *    5) and list the stacks; read the GC counters; have the blocks no
+ *    longer reachable counted as collected (a walk of the heap,
+ *    memprof_reach.c, or else two major cycles) while, in native code,
+ *    another thread resolves and sorts the listed stacks
+ *    (memprof_profile.h: sorting reads no counter); then write the
+ *    profile where `out` says (memprof_outfile.c), rendered by
+ *    memprof_profile.c from the sorted stacks and the records' final
+ *    counters (runtime-patch/format/profile-format.md). The program's
+ *    exit status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
  * 5. Peak: the moment of the run when the most samples were live
  *    (allocated and not yet reported dead, over all sites), in the
@@ -63,8 +65,8 @@
  * 7. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
- *    memprof_outfile.c. Everything after the snapshot runs on the
- *    exiting thread alone.
+ *    memprof_outfile.c. Everything after the listing runs on the
+ *    exiting thread, and on the sorting thread of design 4.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -107,25 +109,30 @@ struct site {
   backtrace_slot slots[];
 };
 
-/* Open addressing over a power-of-2 capacity, at most half full.
- * Readers probe without the lock: a slot, once filled (its hash first,
- * then its site with release), never changes, and a grown table is
- * published (release) only once it holds every site. A slot holds the
- * site's hash beside it, so a probe compares hashes in the table's own
- * cache lines and enters a site record (cold, in a program with a
- * stack per sample) only on a match. A table replaced by a larger one
- * stays allocated, since a reader may still be probing it; a miss
- * there only sends that reader to the locked path. */
-struct site_slot {
-  _Atomic(struct site *) site;
-  uint64_t hash;                      /* valid once `site` is seen set */
-};
+/* Open addressing over a power-of-2 capacity, at most half full, with
+ * a tag byte per slot in an array of its own: 0 for an empty slot, else
+ * seven bits of the site's hash with the top bit set. A probe reads
+ * tags and enters a site record only when its tag matches, so a new
+ * stack, which most samples of a program with a stack per sample are,
+ * costs the tags' cache lines (a sixteenth of the slots' bytes, warm
+ * more often than not) rather than a cold slot. Readers probe without
+ * the lock: a slot, once filled (its site first, then its tag with
+ * release), never changes, and a grown table is published (release)
+ * only once it holds every site. A table replaced by a larger one stays
+ * allocated, since a reader may still be probing it; a miss there only
+ * sends that reader to the locked path. */
 struct site_table {
   struct site_table *retired;        /* the smaller table it replaced,
                                         kept reachable for leak checkers */
   size_t capacity;
-  struct site_slot slot[];
+  _Atomic(unsigned char) *tag;       /* `capacity` tags, after the slots */
+  _Atomic(struct site *) slot[];
 };
+
+Caml_inline unsigned char tag_of(uint64_t h)
+{
+  return (unsigned char)(0x80 | (h >> 57));
+}
 
 static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
 static _Atomic(struct site_table *) sites = NULL;
@@ -195,12 +202,14 @@ static struct site *sites_probe(struct site_table *t, uint64_t h,
                                 size_t *hole)
 {
   size_t mask = t->capacity - 1;
+  unsigned char want = tag_of(h);
   for (size_t j = h & mask;; j = (j + 1) & mask) {
-    struct site *s =
-      atomic_load_explicit(&t->slot[j].site, memory_order_acquire);
-    if (s == NULL) { *hole = j; return NULL; }
-    if (t->slot[j].hash == h && s->nslots == n
-        && same_slots(s->slots, slots, n)) {
+    unsigned char tag =
+      atomic_load_explicit(&t->tag[j], memory_order_acquire);
+    if (tag == 0) { *hole = j; return NULL; }
+    if (tag != want) continue;
+    struct site *s = atomic_load_relaxed(&t->slot[j]);
+    if (s->hash == h && s->nslots == n && same_slots(s->slots, slots, n)) {
       return s;
     }
   }
@@ -211,17 +220,19 @@ static struct site *sites_probe(struct site_table *t, uint64_t h,
 static struct site_table *sites_grown(struct site_table *old)
 {
   size_t cap = old ? 2 * old->capacity : 1024;
-  struct site_table *t = calloc(1, sizeof *t + cap * sizeof t->slot[0]);
+  struct site_table *t =
+    calloc(1, sizeof *t + cap * (sizeof t->slot[0] + sizeof t->tag[0]));
   if (t == NULL) return NULL;
   t->retired = old;
   t->capacity = cap;
+  t->tag = (_Atomic(unsigned char) *)&t->slot[cap];
   for (size_t i = 0; old != NULL && i < old->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&old->slot[i].site);
+    struct site *s = atomic_load_relaxed(&old->slot[i]);
     if (s == NULL) continue;
     size_t j = s->hash & (cap - 1);
-    while (atomic_load_relaxed(&t->slot[j].site) != NULL) j = (j + 1) & (cap - 1);
-    t->slot[j].hash = s->hash;
-    atomic_store_relaxed(&t->slot[j].site, s);
+    while (atomic_load_relaxed(&t->tag[j]) != 0) j = (j + 1) & (cap - 1);
+    atomic_store_relaxed(&t->slot[j], s);
+    atomic_store_relaxed(&t->tag[j], tag_of(s->hash));
   }
   return t;
 }
@@ -249,7 +260,7 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   /* Inserted meanwhile? Only if the table changed or the hole filled:
    * insertions fill holes only, so the same key would have taken the
    * first hole of the same probe sequence. */
-  if (t != probed || atomic_load_relaxed(&t->slot[hole].site) != NULL) {
+  if (t != probed || atomic_load_relaxed(&t->tag[hole]) != 0) {
     found = sites_probe(t, h, slots, n, &hole);
     if (found != NULL) goto out;
   }
@@ -260,8 +271,8 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
-  t->slot[hole].hash = h;
-  atomic_store_explicit(&t->slot[hole].site, found, memory_order_release);
+  atomic_store_relaxed(&t->slot[hole], found);
+  atomic_store_explicit(&t->tag[hole], tag_of(h), memory_order_release);
   sites_count++;
  out:
   if (!alone) caml_plat_unlock(&sites_lock);
@@ -401,30 +412,110 @@ static const struct caml_memprof_c_tracker tracker = {
 
 static value profile = Val_unit;   /* generational global root */
 
-/* Settle the peak (design 5): a site not changed since the last peak
- * had its present live count then. Every site is then stamped with the
- * last epoch and no total can exceed peak_total, so later events (the
- * exit judgment's deaths, another domain's last samples) leave the peak
+/* The stacks of every site so far, in creation order, with `*n`
+ * their number (NULL when out of memory). With `settle`, also settle
+ * the peak (design 5): a site not changed since the last peak had its
+ * present live count then. Every site is then stamped with the last
+ * epoch and no total can exceed peak_total, so later events (the exit
+ * judgment's deaths, another domain's last samples) leave the peak
  * alone; a site created after this was not live at the peak, and its
- * first event records 0. Runs at exit, once. */
-static void peak_freeze(void)
+ * first event records 0. One pass over the records for both, since a
+ * program with a stack per sample has megabytes of them. */
+static struct caml_memprof_stack *scan_sites(bool settle, size_t *n)
 {
   caml_plat_lock_blocking(&sites_lock);
-  caml_plat_lock_blocking(&peak_lock);
-  peak_total = CAML_UINTNAT_MAX;
+  if (settle) {
+    caml_plat_lock_blocking(&peak_lock);
+    peak_total = CAML_UINTNAT_MAX;
+  }
+  struct caml_memprof_stack *st =
+    malloc((sites_count ? sites_count : 1) * sizeof *st);
+  size_t i = 0;
   for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
-    for (size_t at = 0; at < c->used;) {
+    for (size_t at = 0; at < c->used; i++) {
       struct site *s = (struct site *)((char *)c->data + at);
       at += site_bytes(s->nslots);
-      if (s->peak_stamp != peak_epoch) {
+      if (settle && s->peak_stamp != peak_epoch) {
         atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
                              site_live(s));
         s->peak_stamp = peak_epoch;
       }
+      if (st != NULL) {
+        st[i].slots = s->slots;
+        st[i].nslots = s->nslots;
+        st[i].count = s->count;
+      }
     }
   }
-  caml_plat_unlock(&peak_lock);
+  *n = i;
+  if (settle) caml_plat_unlock(&peak_lock);
   caml_plat_unlock(&sites_lock);
+  return st;
+}
+
+/* How many sites there are now. */
+static size_t sites_now(void)
+{
+  caml_plat_lock_blocking(&sites_lock);
+  size_t n = sites_count;
+  caml_plat_unlock(&sites_lock);
+  return n;
+}
+
+/* Sorting the stacks for the profile (memprof_profile.h) needs none of
+ * the counts, so in native code it runs on a thread of its own, with
+ * every signal blocked, while this one judges reachability (design 4):
+ * on a machine with a core to spare, the exit then takes the longer of
+ * the two rather than their sum. Without a thread (bytecode, whose
+ * debug information may be loaded into the OCaml heap on first use, or
+ * a failed pthread_create) it runs when the result is wanted. */
+#if defined(NATIVE_CODE) && !defined(_WIN32)
+#define SORT_BESIDE
+#include <pthread.h>
+#include <signal.h>
+#endif
+
+struct sorting {
+  struct caml_memprof_stack *st;
+  size_t n;
+  struct caml_memprof_sorted *sorted;
+#ifdef SORT_BESIDE
+  bool started;
+  pthread_t thread;
+#endif
+};
+
+#ifdef SORT_BESIDE
+static void *sort_beside(void *arg)
+{
+  struct sorting *s = arg;
+  s->sorted = caml_memprof_sort_stacks(s->st, s->n);
+  return NULL;
+}
+#endif
+
+static void sorting_start(struct sorting *s)
+{
+  s->sorted = NULL;
+#ifdef SORT_BESIDE
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  s->started = pthread_create(&s->thread, NULL, sort_beside, s) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+#endif
+}
+
+/* The sorted stacks (NULL when out of memory). */
+static struct caml_memprof_sorted *sorting_result(struct sorting *s)
+{
+#ifdef SORT_BESIDE
+  if (s->started) {
+    pthread_join(s->thread, NULL);
+    return s->sorted;
+  }
+#endif
+  return caml_memprof_sort_stacks(s->st, s->n);
 }
 
 /**** Start ****/
@@ -462,33 +553,19 @@ void caml_memprof_tracker_start(void)
 /* Why the run ended abnormally (finish_incomplete), else NULL. */
 static const char *incomplete_reason;
 
-/* The outfile's render callback (design 4): snapshot the site table
- * (a still-running domain may insert meanwhile) and render it. */
-static bool render(struct caml_memprof_buf *b, void *gc)
-{
-  caml_plat_lock_blocking(&sites_lock);
-  size_t n = 0;
-  struct caml_memprof_stack *st =
-    calloc(sites_count ? sites_count : 1, sizeof *st);
-  for (struct chunk *c = st ? chunks_first : NULL; c != NULL; c = c->next) {
-    for (size_t at = 0; at < c->used; n++) {
-      struct site *s = (struct site *)((char *)c->data + at);
-      at += site_bytes(s->nslots);
-      st[n].slots = s->slots;
-      st[n].nslots = s->nslots;
-      for (int k = 0; k < N_COUNTS; k++) {
-        st[n].count[k] = atomic_load_relaxed(&s->count[k]);
-      }
-    }
-  }
-  caml_plat_unlock(&sites_lock);
-  if (st == NULL) return false;
+/* The outfile's render callback (design 4). */
+struct rendering {
+  const struct caml_memprof_sorted *sorted;
+  const struct caml_memprof_gc_totals *gc;
+};
 
+static bool render(struct caml_memprof_buf *b, void *data)
+{
+  const struct rendering *r = data;
+  if (r->sorted == NULL) return false;
   struct caml_memprof_profile p =
-    { st, n, gc, argv_copy, argc_copy, incomplete_reason };
-  bool ok = caml_memprof_render_profile(b, &p);
-  free(st);
-  return ok;
+    { r->sorted, r->gc, argv_copy, argc_copy, incomplete_reason };
+  return caml_memprof_render_profile(b, &p);
 }
 
 int caml_memprof_tracker_finish(int retcode)
@@ -507,7 +584,10 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
   }
 
   caml_memprof_stop_c(profile);
-  peak_freeze();
+  const char *tmpl = caml_memprof_env()->out;
+  struct sorting sorting;
+  sorting.st = scan_sites(true, &sorting.n);
+  if (tmpl != NULL && sorting.st != NULL) sorting_start(&sorting);
   struct caml_memprof_gc_totals g = caml_memprof_read_gc_totals();
 
   /* Reachability at exit, not GC timing, decides "live": by a walk of
@@ -532,15 +612,32 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
       if (retcode == 0) retcode = 2;
     }
   }
-  const char *tmpl = caml_memprof_env()->out;
-  if (tmpl == NULL) return retcode;
+  if (tmpl == NULL) {
+    free(sorting.st);
+    return retcode;
+  }
+  struct caml_memprof_sorted *sorted =
+    sorting.st ? sorting_result(&sorting) : NULL;
+  /* A site another domain created after the scan (it was inside a
+   * callback when sampling stopped) must be in the profile too: scan
+   * and sort again, here. */
+  if (sorted != NULL && sites_now() != sorting.n) {
+    caml_memprof_sorted_free(sorted);
+    free(sorting.st);
+    sorting.st = scan_sites(false, &sorting.n);
+    sorted = sorting.st ? caml_memprof_sort_stacks(sorting.st, sorting.n)
+                        : NULL;
+  }
+  struct rendering r = { sorted, &g };
   char *path = caml_memprof_expand_out(tmpl);
-  int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &g);
+  int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &r);
   if (err != 0) {
     fprintf(stderr, "%s: cannot write the allocation profile to '%s': %s\n",
             CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
     if (retcode == 0) retcode = 2;
   }
+  caml_memprof_sorted_free(sorted);
+  free(sorting.st);
   free(path);
   return retcode;
 }

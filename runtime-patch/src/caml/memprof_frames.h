@@ -15,7 +15,11 @@
  *    resolution of a slot, a frame object's text, a rank once set.
  *    Out of memory is reported (NULL), never fatal.
  * 4. Thread-safety: none. This is exit-time state without locks, used
- *    only by the one call of caml_memprof_tracker_finish.
+ *    by one thread at a time during the one call of
+ *    caml_memprof_tracker_finish (the thread that sorts the stacks,
+ *    memprof_profile.h, then the one that renders them). It reads only
+ *    the runtime's debug information, never the OCaml heap, in native
+ *    code; bytecode debug information may be loaded on first use.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -25,22 +29,23 @@
 
 #ifdef CAML_INTERNALS
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "backtrace_prim.h"
 
-/* The resolution of one slot (opaque; kept until exit). */
-struct caml_memprof_slot_frames;
-
 /* The text of one frame object. */
 struct caml_memprof_frame_text { const char *json; size_t len; };
 
-/* Resolve the `n` slots of one stack into `out[0 .. n-1]`, each
- * resolution cached for good. Returns how many frame objects they
- * hold in all, or SIZE_MAX if out of memory. A whole stack per call:
- * a large profile has millions of slots. */
-size_t caml_memprof_resolve_slots(const backtrace_slot *slots, size_t n,
-                                  const struct caml_memprof_slot_frames **out);
+/* A growable array of frame object ids (or, once ranked, ranks). */
+struct caml_memprof_ids { uint32_t *v; size_t len, cap; };
+
+/* Append the ids of the frame objects of the `n` slots of one stack
+ * (innermost first) to `out`, each slot's resolution cached for good;
+ * false if out of memory. A whole stack per call: a large profile has
+ * millions of slots. */
+bool caml_memprof_stack_ids(const backtrace_slot *slots, size_t n,
+                            struct caml_memprof_ids *out);
 
 /* Rank every frame object resolved so far by its text. Returns the
  * texts in rank order (an array the caller frees; the texts stay
@@ -49,13 +54,9 @@ size_t caml_memprof_resolve_slots(const backtrace_slot *slots, size_t n,
  * exactly 0 .. *count - 1 (the profile's frame table). */
 struct caml_memprof_frame_text *caml_memprof_rank_frames(size_t *count);
 
-/* The ranks of the frame objects of `sfs[0 .. n-1]`, in order
- * (innermost first within each slot), into `out`, which has room for
- * the count caml_memprof_resolve_slots returned; returns that count.
- * Valid after caml_memprof_rank_frames, for slots resolved before it. */
-size_t caml_memprof_slots_ranks(
-  const struct caml_memprof_slot_frames *const *sfs, size_t n,
-  uint32_t *out);
+/* Replace each of the `n` ids by its frame object's rank, in place.
+ * Valid after caml_memprof_rank_frames, for ids it ranked. */
+void caml_memprof_ids_to_ranks(uint32_t *ids, size_t n);
 
 #endif /* CAML_INTERNALS */
 

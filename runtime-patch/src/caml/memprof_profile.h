@@ -1,10 +1,12 @@
 /* memprof-ci: the built-in tracker's profile document.
  *
  * 1. The tracker (memprof_tracker.c) counts samples per distinct raw
- *    callstack; at exit it hands the counts of every stack, the GC's
- *    totals and the program's argv to caml_memprof_render_profile,
- *    which resolves the stacks to source locations (memprof_frames.c),
- *    merges stacks that resolve alike, sorts them, and writes the JSON
+ *    callstack. At exit it has the stacks sorted
+ *    (caml_memprof_sort_stacks: resolved to source locations with
+ *    memprof_frames.c and ordered by them), which needs only their
+ *    slots, and then hands the sorted stacks, the GC's totals and the
+ *    program's argv to caml_memprof_render_profile, which reads the
+ *    counts, merges stacks that resolve alike and writes the JSON
  *    profile (runtime-patch/format/profile-format.md, version 2). The
  *    document depends on nothing else (not on the order of the stacks
  *    given, nor on addresses), so equal runs give equal bytes.
@@ -12,7 +14,11 @@
  *    COUNT_SAMPLES is not counted but derived here (minor + major +
  *    custom); the format's live_samples (samples - collected) too.
  *    COUNT_PEAK_LIVE is the tracker's snapshot at the peak.
- * 3. Thread-safety: none; called once, at exit, by one thread.
+ * 3. Thread-safety: called once each, at exit. Sorting touches no
+ *    counter and, in native code, nothing of the OCaml heap (design 4
+ *    of caml/memprof_frames.h), so it may run on a thread of its own
+ *    while the exit's judgment of reachability still moves counters;
+ *    rendering must come after both.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -25,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "backtrace_prim.h"
+#include "camlatomic.h"
 #include "memprof_jsonbuf.h"
 #include "mlvalues.h"
 
@@ -42,12 +49,23 @@ enum {
   CAML_MEMPROF_N_COUNTS
 };
 
-/* One distinct raw callstack (innermost first) and its counts. */
+/* One distinct raw callstack (innermost first) and its counters. */
 struct caml_memprof_stack {
   const backtrace_slot *slots;
   size_t nslots;
-  uintnat count[CAML_MEMPROF_N_COUNTS];
+  const atomic_uintnat *count;        /* CAML_MEMPROF_N_COUNTS of them;
+                                         COUNT_SAMPLES is not read */
 };
+
+/* Stacks resolved and sorted (opaque). */
+struct caml_memprof_sorted;
+
+/* Resolve and sort the `n` stacks of `st`, which must outlive the
+ * result; NULL when out of memory. Reads slots, not counters. */
+struct caml_memprof_sorted *
+caml_memprof_sort_stacks(const struct caml_memprof_stack *st, size_t n);
+
+void caml_memprof_sorted_free(struct caml_memprof_sorted *so);
 
 /* The profile's "gc" object. */
 struct caml_memprof_gc_totals {
@@ -64,8 +82,7 @@ struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void);
 /* Everything the document says besides the OCAMLMEMPROF setting
  * (read with caml_memprof_env()). */
 struct caml_memprof_profile {
-  const struct caml_memprof_stack *stacks;
-  size_t nstacks;
+  const struct caml_memprof_sorted *sorted;
   const struct caml_memprof_gc_totals *gc;
   char *const *argv;                  /* argc strings; one that could not
                                          be copied is NULL (shown null) */
