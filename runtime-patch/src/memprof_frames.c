@@ -201,12 +201,24 @@ static const slot_frames *resolve_slot(backtrace_slot slot)
   return sf;
 }
 
+/* In front of the cache, a small direct-mapped one: a profile's stacks
+ * are many (one per sample at worst) but made of few distinct slots,
+ * most of them repeated from stack to stack. */
+#define FRONT_SIZE 256
+static struct { backtrace_slot slot; const slot_frames *sf; } front[FRONT_SIZE];
+
 bool caml_memprof_stack_ids(const backtrace_slot *slots, size_t n,
                             struct caml_memprof_ids *out)
 {
   for (size_t k = 0; k < n; k++) {
-    const slot_frames *sf = resolve_slot(slots[k]);
-    if (sf == NULL) return false;
+    size_t f = (hash_slot(slots[k]) >> 32) & (FRONT_SIZE - 1);
+    const slot_frames *sf = front[f].sf;
+    if (sf == NULL || front[f].slot != slots[k]) {
+      sf = resolve_slot(slots[k]);
+      if (sf == NULL) return false;
+      front[f].slot = slots[k];
+      front[f].sf = sf;
+    }
     if (out->cap - out->len < sf->n) {
       size_t cap = out->cap ? out->cap : 1024;
       while (cap - out->len < sf->n) cap *= 2;
@@ -215,8 +227,7 @@ bool caml_memprof_stack_ids(const backtrace_slot *slots, size_t n,
       out->v = v;
       out->cap = cap;
     }
-    memcpy(out->v + out->len, sf->ids, sf->n * sizeof *sf->ids);
-    out->len += sf->n;
+    for (size_t i = 0; i < sf->n; i++) out->v[out->len++] = sf->ids[i];
   }
   return true;
 }
