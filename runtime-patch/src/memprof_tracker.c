@@ -112,29 +112,48 @@ struct site {
   backtrace_slot slots[];
 };
 
-/* Open addressing over a power-of-2 capacity, at most half full, with
- * a tag byte per slot in an array of its own: 0 for an empty slot, else
- * seven bits of the site's hash with the top bit set. A probe reads
- * tags and enters a site record only when its tag matches, so a new
- * stack, which most samples of a program with a stack per sample are,
- * costs the tags' cache lines (a sixteenth of the slots' bytes, warm
- * more often than not) rather than a cold slot. Readers probe without
- * the lock: a slot, once filled (its site first, then its tag with
- * release), never changes, and a grown table is published (release)
- * only once it holds every site. A table replaced by a larger one stays
- * allocated, since a reader may still be probing it; a miss there only
- * sends that reader to the locked path. */
+/* Sites are numbered in creation order, and a number leads to its
+ * record through a directory of blocks of DIR_BLOCK pointers (blocks are
+ * allocated once and never move; up to SITES_MAX sites).
+ *
+ * The table: open addressing over a power-of-2 capacity, at most half
+ * full, of 32-bit entries: 0 for an empty slot, else eight bits of the
+ * site's hash (the tag) above its number + 1. A probe reads entries and
+ * enters a site record only when a tag matches; a new stack, which most
+ * samples of a program with a stack per sample are, writes its entry
+ * into the line the probe has just read and its record pointer at the
+ * end of the directory, so no store goes to a cold line of the table
+ * (a cold store costs a sample as much as a cold load: the runtime's
+ * next atomic exchange, in reset_young_limit, waits for it).
+ *
+ * Readers probe without the lock: an entry is published (release) only
+ * after the record and its directory pointer are written, and once set
+ * never changes; a grown table is published (release) only once it
+ * holds every site. A table replaced by a larger one stays allocated,
+ * since a reader may still be probing it; a miss there only sends that
+ * reader to the locked path. */
+#define DIR_SHIFT 12
+#define DIR_BLOCK ((size_t)1 << DIR_SHIFT)
+#define SITE_BITS 24
+#define SITES_MAX (((size_t)1 << SITE_BITS) - 1)
+static _Atomic(struct site **) site_dir[(SITES_MAX >> DIR_SHIFT) + 1];
+
 struct site_table {
   struct site_table *retired;        /* the smaller table it replaced,
                                         kept reachable for leak checkers */
   size_t capacity;
-  _Atomic(unsigned char) *tag;       /* `capacity` tags, after the slots */
-  _Atomic(struct site *) slot[];
+  _Atomic(uint32_t) entry[];
 };
 
-Caml_inline unsigned char tag_of(uint64_t h)
+Caml_inline uint32_t entry_of(uint64_t h, size_t number)
 {
-  return (unsigned char)(0x80 | (h >> 57));
+  return (uint32_t)(h >> 56) << SITE_BITS | (uint32_t)(number + 1);
+}
+
+Caml_inline struct site *site_numbered(size_t number)
+{
+  struct site **block = atomic_load_relaxed(&site_dir[number >> DIR_SHIFT]);
+  return block[number & (DIR_BLOCK - 1)];
 }
 
 static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
@@ -227,43 +246,39 @@ static struct site *sites_probe(struct site_table *t, uint64_t h,
                                 size_t *hole)
 {
   size_t mask = t->capacity - 1;
-  unsigned char want = tag_of(h);
+  uint32_t tag = (uint32_t)(h >> 56);
   for (size_t j = h & mask;; j = (j + 1) & mask) {
-    unsigned char tag =
-      atomic_load_explicit(&t->tag[j], memory_order_acquire);
-    if (tag == 0) { *hole = j; return NULL; }
-    if (tag != want) continue;
-    struct site *s = atomic_load_relaxed(&t->slot[j]);
+    uint32_t e = atomic_load_explicit(&t->entry[j], memory_order_acquire);
+    if (e == 0) { *hole = j; return NULL; }
+    if (e >> SITE_BITS != tag) continue;
+    struct site *s = site_numbered((e & SITES_MAX) - 1);
     if (s->hash == h && s->nslots == n && same_slots(s->slots, slots, n)) {
       return s;
     }
   }
 }
 
-/* A table twice as large (1024 slots at first) holding every site of
- * `old`; NULL if out of memory. */
-static struct site_table *sites_grown(struct site_table *old)
+/* A table twice as large (1024 slots at first) holding the `count`
+ * sites numbered so far; NULL if out of memory. */
+static struct site_table *sites_grown(struct site_table *old, size_t count)
 {
   size_t cap = old ? 2 * old->capacity : 1024;
-  struct site_table *t =
-    calloc(1, sizeof *t + cap * (sizeof t->slot[0] + sizeof t->tag[0]));
+  struct site_table *t = calloc(1, sizeof *t + cap * sizeof t->entry[0]);
   if (t == NULL) return NULL;
   t->retired = old;
   t->capacity = cap;
-  t->tag = (_Atomic(unsigned char) *)&t->slot[cap];
-  for (size_t i = 0; old != NULL && i < old->capacity; i++) {
-    struct site *s = atomic_load_relaxed(&old->slot[i]);
-    if (s == NULL) continue;
-    size_t j = s->hash & (cap - 1);
-    while (atomic_load_relaxed(&t->tag[j]) != 0) j = (j + 1) & (cap - 1);
-    atomic_store_relaxed(&t->slot[j], s);
-    atomic_store_relaxed(&t->tag[j], tag_of(s->hash));
+  for (size_t i = 0; i < count; i++) {
+    uint64_t h = site_numbered(i)->hash;
+    size_t j = h & (cap - 1);
+    while (atomic_load_relaxed(&t->entry[j]) != 0) j = (j + 1) & (cap - 1);
+    atomic_store_relaxed(&t->entry[j], entry_of(h, i));
   }
   return t;
 }
 
 /* The record for this callstack, created if new; NULL if out of
- * memory (the sample is then not recorded). `alone`: design 3. */
+ * memory or past SITES_MAX sites (the sample is then not recorded).
+ * `alone`: design 3. */
 static struct site *site_of(const backtrace_slot *slots, size_t n,
                             bool alone)
 {
@@ -277,7 +292,7 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   struct site_table *probed = t;
   t = atomic_load_relaxed(&sites);
   if (t == NULL || 2 * (sites_count + 1) > t->capacity) {
-    struct site_table *g = sites_grown(t);
+    struct site_table *g = sites_grown(t, sites_count);
     if (g == NULL) goto out;
     atomic_store_explicit(&sites, g, memory_order_release);
     t = g;
@@ -285,19 +300,28 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   /* Inserted meanwhile? Only if the table changed or the hole filled:
    * insertions fill holes only, so the same key would have taken the
    * first hole of the same probe sequence. */
-  if (t != probed || atomic_load_relaxed(&t->tag[hole]) != 0) {
+  if (t != probed || atomic_load_relaxed(&t->entry[hole]) != 0) {
     found = sites_probe(t, h, slots, n, &hole);
     if (found != NULL) goto out;
   }
-  found = site_room(n);
+  size_t number = sites_count;
+  struct site **block = number < SITES_MAX
+    ? atomic_load_relaxed(&site_dir[number >> DIR_SHIFT]) : NULL;
+  if (block == NULL && number < SITES_MAX) {
+    block = malloc(DIR_BLOCK * sizeof *block);
+    if (block == NULL) goto out;
+    atomic_store_relaxed(&site_dir[number >> DIR_SHIFT], block);
+  }
+  found = block ? site_room(n) : NULL;
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
   found->peak_stamp = 0;
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
-  atomic_store_relaxed(&t->slot[hole], found);
-  atomic_store_explicit(&t->tag[hole], tag_of(h), memory_order_release);
+  block[number & (DIR_BLOCK - 1)] = found;
+  atomic_store_explicit(&t->entry[hole], entry_of(h, number),
+                        memory_order_release);
   sites_count++;
  out:
   if (!alone) caml_plat_unlock(&sites_lock);
