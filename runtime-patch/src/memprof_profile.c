@@ -31,6 +31,9 @@
 #define CAML_INTERNALS
 
 #include <stdint.h>
+#ifndef _WIN32
+#include <signal.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include "caml/mlvalues.h"
@@ -49,6 +52,8 @@
 
 #define N_COUNTS CAML_MEMPROF_N_COUNTS
 #define PREFETCH_AHEAD 8
+/* Fewer stacks than this are rendered by one thread. */
+#define SPLIT_MIN 4096
 
 /* `,"key":` of each count, in schema order; live_samples (derived)
  * last. Each is padded to KEY_ROOM bytes so that it is copied with one
@@ -225,6 +230,38 @@ static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
   caml_memprof_buf_add(b, line, p - line);
 }
 
+void caml_memprof_beside_start(struct caml_memprof_beside *w,
+                               void *(*fn)(void *), void *arg,
+                               bool on_thread)
+{
+  w->fn = fn;
+  w->arg = arg;
+  w->started = false;
+#ifndef _WIN32
+  if (on_thread) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    w->started = pthread_create(&w->thread, NULL, fn, arg) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+#else
+  (void)on_thread;
+#endif
+}
+
+void caml_memprof_beside_join(struct caml_memprof_beside *w)
+{
+#ifndef _WIN32
+  if (w->started) {
+    pthread_join(w->thread, NULL);
+    w->started = false;
+    return;
+  }
+#endif
+  w->fn(w->arg);
+}
+
 void caml_memprof_sorted_free(struct caml_memprof_sorted *so)
 {
   if (so == NULL) return;
@@ -286,6 +323,47 @@ Caml_inline void add_stack_counts(uintnat *into, const atomic_uintnat *c)
   for (int k = 0; k < N_COUNTS; k++) into[k] += v[k];
 }
 
+/* The lines of the stacks `[from, to)` of `so`, each run of stacks
+ * that resolve alike (adjacent once sorted) as one line with the sum of
+ * their counts; `from` starts a run. */
+static void render_lines(struct caml_memprof_buf *b,
+                         const struct caml_memprof_sorted *so,
+                         size_t from, size_t to)
+{
+  const struct resolved *rs = so->rs;
+  for (size_t i = from, j; i < to; i = j) {
+    /* The counters are in the tracker's records, read here in sorted
+     * order, not in the order they lie in memory. */
+    if (i + PREFETCH_AHEAD < to) {
+      const char *c = (const char *)rs[i + PREFETCH_AHEAD].count;
+      __builtin_prefetch(c);
+      __builtin_prefetch(c + N_COUNTS * sizeof(uintnat) - 1);
+      __builtin_prefetch(rs[i + PREFETCH_AHEAD].ranks);
+    }
+    uintnat count[N_COUNTS] = { 0 };
+    add_stack_counts(count, rs[i].count);
+    for (j = i + 1; j < to && by_frames(&rs[i], &rs[j]) == 0; j++) {
+      add_stack_counts(count, rs[j].count);
+    }
+    caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
+    add_counts(b, count);
+    add_indices(b, rs[i].ranks, rs[i].n);
+  }
+}
+
+struct stack_lines {
+  const struct caml_memprof_sorted *so;
+  size_t from, to;
+  struct caml_memprof_buf buf;        /* growable */
+};
+
+static void *render_lines_beside(void *arg)
+{
+  struct stack_lines *l = arg;
+  render_lines(&l->buf, l->so, l->from, l->to);
+  return NULL;
+}
+
 bool caml_memprof_render_profile(struct caml_memprof_buf *b,
                                  const struct caml_memprof_profile *p)
 {
@@ -344,26 +422,21 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
     caml_memprof_buf_add(b, so->texts[r].json, so->texts[r].len);
   }
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
-  /* Stacks that resolve alike are adjacent: one line for each run. */
-  const struct resolved *rs = so->rs;
-  for (size_t i = 0, j; i < so->nstacks; i = j) {
-    /* The counters are in the tracker's records, read here in sorted
-     * order, not in the order they lie in memory. */
-    if (i + PREFETCH_AHEAD < so->nstacks) {
-      const char *c = (const char *)rs[i + PREFETCH_AHEAD].count;
-      __builtin_prefetch(c);
-      __builtin_prefetch(c + N_COUNTS * sizeof(uintnat) - 1);
-      __builtin_prefetch(rs[i + PREFETCH_AHEAD].ranks);
-    }
-    uintnat count[N_COUNTS] = { 0 };
-    add_stack_counts(count, rs[i].count);
-    for (j = i + 1; j < so->nstacks && by_frames(&rs[i], &rs[j]) == 0; j++) {
-      add_stack_counts(count, rs[j].count);
-    }
-    caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
-    add_counts(b, count);
-    add_indices(b, rs[i].ranks, rs[i].n);
+  /* The second half of the lines (from a line's start) is rendered into
+   * memory beside this thread, which renders the first into `b`. */
+  size_t n = so->nstacks, mid = n;
+  if (n >= SPLIT_MIN) {
+    for (mid = n / 2; mid < n && by_frames(&so->rs[mid - 1], &so->rs[mid]) == 0;)
+      mid++;
   }
+  struct stack_lines second = { so, mid, n, CAML_MEMPROF_BUF_INIT };
+  struct caml_memprof_beside w;
+  caml_memprof_beside_start(&w, render_lines_beside, &second, mid < n);
+  render_lines(b, so, 0, mid);
+  caml_memprof_beside_join(&w);
+  if (second.buf.err && !b->err) b->err = second.buf.err;
+  if (second.buf.len > 0) caml_memprof_buf_add(b, second.buf.s, second.buf.len);
+  free(second.buf.s);
   caml_memprof_buf_lit(b, "\n]}\n");
   return true;
 }

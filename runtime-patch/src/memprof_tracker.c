@@ -517,59 +517,40 @@ static size_t sites_now(void)
 }
 
 /* Sorting the stacks for the profile (memprof_profile.h) needs none of
- * the counts, so in native code it runs on a thread of its own, with
- * every signal blocked, while this one judges reachability (design 4):
- * on a machine with a core to spare, the exit then takes the longer of
- * the two rather than their sum. Without a thread (bytecode, whose
- * debug information may be loaded into the OCaml heap on first use, or
- * a failed pthread_create) it runs when the result is wanted. */
-#if defined(NATIVE_CODE) && !defined(_WIN32)
-#define SORT_BESIDE
-#include <pthread.h>
-#include <signal.h>
-#endif
-
+ * the counts, so in native code it runs beside this thread while this
+ * one judges reachability (design 4): on a machine with a core to
+ * spare, the exit then takes the longer of the two rather than their
+ * sum. In bytecode, whose debug information may be loaded into the
+ * OCaml heap on first use, it runs when the result is wanted. */
 struct sorting {
   struct caml_memprof_stack *st;
   size_t n;
   struct caml_memprof_sorted *sorted;
-#ifdef SORT_BESIDE
-  bool started;
-  pthread_t thread;
-#endif
+  struct caml_memprof_beside w;
 };
 
-#ifdef SORT_BESIDE
-static void *sort_beside(void *arg)
+static void *sort_listed(void *arg)
 {
   struct sorting *s = arg;
   s->sorted = caml_memprof_sort_stacks(s->st, s->n);
   return NULL;
 }
-#endif
 
 static void sorting_start(struct sorting *s)
 {
   s->sorted = NULL;
-#ifdef SORT_BESIDE
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  s->started = pthread_create(&s->thread, NULL, sort_beside, s) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+#ifdef NATIVE_CODE
+  caml_memprof_beside_start(&s->w, sort_listed, s, true);
+#else
+  caml_memprof_beside_start(&s->w, sort_listed, s, false);
 #endif
 }
 
 /* The sorted stacks (NULL when out of memory). */
 static struct caml_memprof_sorted *sorting_result(struct sorting *s)
 {
-#ifdef SORT_BESIDE
-  if (s->started) {
-    pthread_join(s->thread, NULL);
-    return s->sorted;
-  }
-#endif
-  return caml_memprof_sort_stacks(s->st, s->n);
+  caml_memprof_beside_join(&s->w);
+  return s->sorted;
 }
 
 /**** Start ****/

@@ -99,6 +99,32 @@ def test_frame_table_holds_each_frame_once(build, tmp_path):
     assert sum(len(st["frames"]) for st in doc["stacks"]) > len(texts)  # shared, not repeated
 
 
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_a_stack_per_sample_profile_is_whole_and_in_order(build, tmp_path, backend):
+    """Tens of thousands of distinct stacks, as in programs that recurse
+    through their data: the exit sorts them beside the heap walk and, in
+    native code, renders the lines in two halves on two threads. Every
+    sampled word is in exactly one line (the totals are the lines' sums
+    and each leaf's 2-word block is counted once), and the lines are in
+    strictly increasing order of their frame indices, which are ranks in
+    the frame table's text order: no line lost, repeated or misplaced at
+    the halves' seam."""
+    leaves, depth = 20_000, 14
+    exe = build("many_stacks", backend=backend)
+    prof, raw, _ = profile(exe, leaves, depth, rate=1, tmp=tmp_path)
+    check_valid(prof)
+    doc = json.loads(raw)
+    keys = [st["frames"] for st in doc["stacks"]]
+    assert len(keys) > 2 * 4096
+    assert all(a < b for a, b in zip(keys, keys[1:]))
+    src = (ROOT / "runtime-patch/tests/programs/many_stacks.ml").read_text()
+    line = src.split("\n").index("    sink := Some bits;") + 1
+    leaf = [st for st in prof["stacks"]
+            if st["frames"][0]["function"] == "Many_stacks.walk"
+            and st["frames"][0]["line"] == line]
+    assert len(leaf) == leaves and all(st["samples"] == 2 for st in leaf)
+
+
 def test_frames_limit(build, tmp_path):
     prof, _, _ = profile(build("tracker_sites"), rate=1e-2, frames=1, tmp=tmp_path)
     assert prof["config"]["frames"] == 1

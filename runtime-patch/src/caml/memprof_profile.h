@@ -30,6 +30,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#ifndef _WIN32
+#include <pthread.h>
+#endif
 #include "backtrace_prim.h"
 #include "camlatomic.h"
 #include "memprof_jsonbuf.h"
@@ -78,6 +81,26 @@ struct caml_memprof_gc_totals {
  * other running domains count as of their last collection (cf.
  * caml_do_exit in sys.c). */
 struct caml_memprof_gc_totals caml_memprof_read_gc_totals(void);
+
+/* Work run beside the calling thread: on a thread of its own, with
+ * every signal blocked, when asked and possible, else by the join. */
+struct caml_memprof_beside {
+  void *(*fn)(void *);
+  void *arg;
+  bool started;
+#ifndef _WIN32
+  pthread_t thread;
+#endif
+};
+
+/* Start `fn(arg)` beside the caller (`on_thread`) or leave it to the
+ * join (not `on_thread`, or no thread could be created). */
+void caml_memprof_beside_start(struct caml_memprof_beside *w,
+                               void *(*fn)(void *), void *arg,
+                               bool on_thread);
+
+/* Wait for the work, or do it now if it has not started. */
+void caml_memprof_beside_join(struct caml_memprof_beside *w);
 
 /* Everything the document says besides the OCAMLMEMPROF setting
  * (read with caml_memprof_env()). */
