@@ -360,6 +360,13 @@ struct stack_lines {
 static void *render_lines_beside(void *arg)
 {
   struct stack_lines *l = arg;
+  /* Room for the usual line (the keys, small counts, indices of up to
+   * two digits) from the start: growing by doubling would copy it all
+   * and touch twice the pages. More only if needed. */
+  size_t room = 1;
+  for (size_t i = l->from; i < l->to; i++) room += 224 + 3 * l->so->rs[i].n;
+  l->buf.s = malloc(room);
+  if (l->buf.s != NULL) l->buf.cap = room;
   render_lines(&l->buf, l->so, l->from, l->to);
   return NULL;
 }
