@@ -14,7 +14,11 @@
  *    once sorted, make one line with the sum of their counts. The
  *    profile holds no copy of the counters: a program with a stack per
  *    sample has tens of thousands, and every new page of memory written
- *    at exit costs a page fault.
+ *    at exit costs a page fault. With many stacks, the lines from the
+ *    middle on are rendered into memory on a second thread while the
+ *    caller's renders the first half into the output, then added after
+ *    it (caml_memprof_beside: on a thread with every signal blocked, or
+ *    inline when none can be started).
  * 3. The document (version 2): header (format, version, OCaml
  *    version, backend, argv, and `incomplete` only for a run the
  *    runtime ended abnormally), config (rate, seed, frames), gc, totals
@@ -113,7 +117,6 @@ struct resolved {
 };
 
 struct caml_memprof_sorted {
-  const struct caml_memprof_stack *stacks;  /* as given */
   size_t nstacks;
   struct resolved *rs;                      /* nstacks, sorted */
   uint32_t *arena;                          /* every stack's ranks */
@@ -276,7 +279,6 @@ caml_memprof_sort_stacks(const struct caml_memprof_stack *st, size_t n)
 {
   struct caml_memprof_sorted *so = calloc(1, sizeof *so);
   if (so == NULL) return NULL;
-  so->stacks = st;
   so->nstacks = n;
   so->rs = malloc((n ? n : 1) * sizeof *so->rs);
   /* Each slot gives at least one frame: room for as many at first. */
@@ -378,13 +380,6 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   const struct caml_memprof_gc_totals *g = p->gc;
   const struct caml_memprof_sorted *so = p->sorted;
 
-  /* In the order given (creation order for the tracker: its records
-   * in address order), not the sorted one. */
-  uintnat total[N_COUNTS] = { 0 };
-  for (size_t i = 0; i < so->nstacks; i++) {
-    add_stack_counts(total, so->stacks[i].count);
-  }
-
   caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
                        "\"ocaml_version\":");
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
@@ -422,7 +417,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_field(b, false, "top_heap_words", g->top_heap_words);
   caml_memprof_buf_lit(b, "},\n");
   caml_memprof_buf_lit(b, "\"totals\":{");
-  add_counts(b, total);
+  add_counts(b, p->totals);
   caml_memprof_buf_lit(b, "},\n\"frame_table\":[");
   for (size_t r = 0; r < so->ntexts; r++) {
     caml_memprof_buf_add(b, r ? ",\n" : "\n", r ? 2 : 1);

@@ -27,14 +27,14 @@
  *    case, and a lock-prefixed instruction or a cold mutex costs more
  *    than the rest of a sample.
  * 4. At exit (caml_memprof_tracker_finish, at most once): stop
- *    sampling; in one pass over the records, settle the peak (design
- *    5) and list the stacks; read the GC counters; have the blocks no
- *    longer reachable counted as collected (a walk of the heap,
- *    memprof_reach.c, or else two major cycles) while, in native code,
- *    another thread resolves and sorts the listed stacks
- *    (memprof_profile.h: sorting reads no counter); then write the
- *    profile where `out` says (memprof_outfile.c), rendered by
- *    memprof_profile.c from the sorted stacks and the records' final
+ *    sampling and freeze the peak (design 5); read the GC counters;
+ *    have the blocks no longer reachable counted as collected (a walk
+ *    of the heap, memprof_reach.c, or else two major cycles) while, in
+ *    native code, another thread lists the stacks and resolves and
+ *    sorts them (memprof_profile.h: sorting reads no counter); then, in
+ *    one pass over the records, settle the peak and sum the counts, and
+ *    write the profile where `out` says (memprof_outfile.c), rendered
+ *    by memprof_profile.c from the sorted stacks and the records' final
  *    counters (runtime-patch/format/profile-format.md). The program's
  *    exit status is kept, except that a profile that cannot be written
  *    turns 0 into 2.
@@ -48,9 +48,12 @@
  *    only starts a new epoch, and a site records its live count (in
  *    COUNT_PEAK_LIVE, stamped with the epoch) just before the first
  *    change to it in an epoch: a site whose stamp is not the last
- *    epoch has not changed since the peak. The finish settles those
- *    once (peak_freeze), before the exit judgment, so the cost is O(1)
- *    per sample and per death and one pass at exit. The live counts,
+ *    epoch has not changed since the peak. The finish freezes the
+ *    peak before the exit judgment (peak_freeze: no later allocation,
+ *    another domain's last sample say, can make a new one; a death in
+ *    the judgment stamps its site like any death) and settles the
+ *    unstamped sites after it (settle_and_sum), so the cost is O(1) per
+ *    sample and per death and one pass at exit. The live counts,
  *    the total and the stamps move together: under `peak_lock` when
  *    several domains run (design 3), so the peak is one moment of a
  *    single order of all domains' events; plainly when the domain is
@@ -65,8 +68,8 @@
  * 7. This file holds the sample path (sites, callbacks) and the
  *    sequence of start and finish; it relies on memprof_env.c (the
  *    setting), memprof_reach.c, memprof_profile.c and
- *    memprof_outfile.c. Everything after the listing runs on the
- *    exiting thread, and on the sorting thread of design 4.
+ *    memprof_outfile.c. The exit runs on the exiting thread, and on
+ *    the threads of design 4 and memprof_profile.c.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -461,26 +464,25 @@ static const struct caml_memprof_c_tracker tracker = {
 
 static value profile = Val_unit;   /* generational global root */
 
-/* The stacks of every site so far, in creation order, with `*n`
- * their number (NULL when out of memory). With `settle`, also settle
- * the peak (design 5): a site not changed since the last peak had its
- * present live count then. Every site is then stamped with the last
- * epoch and no total can exceed peak_total, so later events (the exit
- * judgment's deaths, another domain's last samples) leave the peak
- * alone; a site created after this was not live at the peak, and its
- * first event records 0. One pass over the records for both, since a
- * program with a stack per sample has megabytes of them. */
-static struct caml_memprof_stack *scan_sites(bool settle, size_t *n)
+/* The peak is final from here on (design 5): no later event can make
+ * a new one. Called once sampling has stopped, before the judgment. */
+static void peak_freeze(void)
+{
+  caml_plat_lock_blocking(&peak_lock);
+  peak_total = CAML_UINTNAT_MAX;
+  caml_plat_unlock(&peak_lock);
+}
+
+/* The stacks of every site so far, in creation order, with `*n` their
+ * number (NULL when out of memory). Reads only what never changes in a
+ * record, so it may run beside the judgment. */
+static struct caml_memprof_stack *list_sites(size_t *n)
 {
   caml_plat_lock_blocking(&sites_lock);
-  if (settle) {
-    caml_plat_lock_blocking(&peak_lock);
-    peak_total = CAML_UINTNAT_MAX;
-  }
   struct caml_memprof_stack *st =
     malloc((sites_count ? sites_count : 1) * sizeof *st);
   size_t i = 0;
-  for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
+  for (struct chunk *c = chunks_first; st != NULL && c != NULL; c = c->next) {
     for (size_t at = 0; at < c->used; i++) {
       struct site *s = (struct site *)((char *)c->data + at);
       /* Records lie one after another, long out of cache: ask for the
@@ -489,22 +491,49 @@ static struct caml_memprof_stack *scan_sites(bool settle, size_t *n)
         __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
       }
       at += site_bytes(s->nslots);
-      if (settle && s->peak_stamp != peak_epoch) {
+      st[i].slots = s->slots;
+      st[i].nslots = s->nslots;
+      st[i].count = s->count;
+    }
+  }
+  *n = i;
+  caml_plat_unlock(&sites_lock);
+  return st;
+}
+
+/* Settle the peak for the first `n` sites and sum their counts into
+ * `total` (COUNT_SAMPLES derived), after the judgment: a site not
+ * changed since the last peak (its stamp is older) had its present live
+ * count then; one changed since, the judgment's deaths included, was
+ * stamped at its first change. One pass over the records for both,
+ * since a program with a stack per sample has megabytes of them. */
+static void settle_and_sum(size_t n, uintnat total[N_COUNTS])
+{
+  for (int k = 0; k < N_COUNTS; k++) total[k] = 0;
+  caml_plat_lock_blocking(&sites_lock);
+  caml_plat_lock_blocking(&peak_lock);
+  size_t i = 0;
+  for (struct chunk *c = chunks_first; i < n && c != NULL; c = c->next) {
+    for (size_t at = 0; i < n && at < c->used; i++) {
+      struct site *s = (struct site *)((char *)c->data + at);
+      for (int k = 0; k < 4; k++) {
+        __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
+      }
+      at += site_bytes(s->nslots);
+      if (s->peak_stamp != peak_epoch) {
         atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
                              site_live(s));
         s->peak_stamp = peak_epoch;
       }
-      if (st != NULL) {
-        st[i].slots = s->slots;
-        st[i].nslots = s->nslots;
-        st[i].count = s->count;
+      for (int k = 0; k < N_COUNTS; k++) {
+        total[k] += atomic_load_relaxed(&s->count[k]);
       }
     }
   }
-  *n = i;
-  if (settle) caml_plat_unlock(&peak_lock);
+  caml_plat_unlock(&peak_lock);
   caml_plat_unlock(&sites_lock);
-  return st;
+  total[CAML_MEMPROF_COUNT_SAMPLES] = total[CAML_MEMPROF_COUNT_MINOR]
+    + total[CAML_MEMPROF_COUNT_MAJOR] + total[CAML_MEMPROF_COUNT_CUSTOM];
 }
 
 /* How many sites there are now. */
@@ -516,12 +545,13 @@ static size_t sites_now(void)
   return n;
 }
 
-/* Sorting the stacks for the profile (memprof_profile.h) needs none of
- * the counts, so in native code it runs beside this thread while this
- * one judges reachability (design 4): on a machine with a core to
- * spare, the exit then takes the longer of the two rather than their
- * sum. In bytecode, whose debug information may be loaded into the
- * OCaml heap on first use, it runs when the result is wanted. */
+/* Listing and sorting the stacks for the profile (memprof_profile.h)
+ * need none of the counts, so in native code they run beside this
+ * thread while this one judges reachability (design 4): on a machine
+ * with a core to spare, the exit then takes the longer of the two
+ * rather than their sum. In bytecode, whose debug information may be
+ * loaded into the OCaml heap on first use, they run when the result is
+ * wanted. */
 struct sorting {
   struct caml_memprof_stack *st;
   size_t n;
@@ -529,28 +559,38 @@ struct sorting {
   struct caml_memprof_beside w;
 };
 
-static void *sort_listed(void *arg)
+static void *list_and_sort(void *arg)
 {
   struct sorting *s = arg;
-  s->sorted = caml_memprof_sort_stacks(s->st, s->n);
+  s->st = list_sites(&s->n);
+  s->sorted = s->st ? caml_memprof_sort_stacks(s->st, s->n) : NULL;
   return NULL;
 }
 
 static void sorting_start(struct sorting *s)
 {
+  s->st = NULL;
+  s->n = 0;
   s->sorted = NULL;
 #ifdef NATIVE_CODE
-  caml_memprof_beside_start(&s->w, sort_listed, s, true);
+  caml_memprof_beside_start(&s->w, list_and_sort, s, true);
 #else
-  caml_memprof_beside_start(&s->w, sort_listed, s, false);
+  caml_memprof_beside_start(&s->w, list_and_sort, s, false);
 #endif
 }
 
-/* The sorted stacks (NULL when out of memory). */
-static struct caml_memprof_sorted *sorting_result(struct sorting *s)
+/* The listing and sorting done; `s->sorted` is NULL when out of memory.
+ * A site another domain created after the listing (it was inside a
+ * callback when sampling stopped) must be in the profile too: then
+ * they are done again, here. */
+static void sorting_finish(struct sorting *s)
 {
   caml_memprof_beside_join(&s->w);
-  return s->sorted;
+  if (s->sorted != NULL && sites_now() != s->n) {
+    caml_memprof_sorted_free(s->sorted);
+    free(s->st);
+    list_and_sort(s);
+  }
 }
 
 /**** Start ****/
@@ -592,14 +632,15 @@ static const char *incomplete_reason;
 struct rendering {
   const struct caml_memprof_sorted *sorted;
   const struct caml_memprof_gc_totals *gc;
+  const uintnat *totals;
 };
 
 static bool render(struct caml_memprof_buf *b, void *data)
 {
   const struct rendering *r = data;
   if (r->sorted == NULL) return false;
-  struct caml_memprof_profile p =
-    { r->sorted, r->gc, argv_copy, argc_copy, incomplete_reason };
+  struct caml_memprof_profile p = { r->sorted, r->totals, r->gc, argv_copy,
+                                    argc_copy, incomplete_reason };
   return caml_memprof_render_profile(b, &p);
 }
 
@@ -619,10 +660,10 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
   }
 
   caml_memprof_stop_c(profile);
+  peak_freeze();
   const char *tmpl = caml_memprof_env()->out;
   struct sorting sorting;
-  sorting.st = scan_sites(true, &sorting.n);
-  if (tmpl != NULL && sorting.st != NULL) sorting_start(&sorting);
+  if (tmpl != NULL) sorting_start(&sorting);
   struct caml_memprof_gc_totals g = caml_memprof_read_gc_totals();
 
   /* Reachability at exit, not GC timing, decides "live": by a walk of
@@ -647,23 +688,11 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
       if (retcode == 0) retcode = 2;
     }
   }
-  if (tmpl == NULL) {
-    free(sorting.st);
-    return retcode;
-  }
-  struct caml_memprof_sorted *sorted =
-    sorting.st ? sorting_result(&sorting) : NULL;
-  /* A site another domain created after the scan (it was inside a
-   * callback when sampling stopped) must be in the profile too: scan
-   * and sort again, here. */
-  if (sorted != NULL && sites_now() != sorting.n) {
-    caml_memprof_sorted_free(sorted);
-    free(sorting.st);
-    sorting.st = scan_sites(false, &sorting.n);
-    sorted = sorting.st ? caml_memprof_sort_stacks(sorting.st, sorting.n)
-                        : NULL;
-  }
-  struct rendering r = { sorted, &g };
+  if (tmpl == NULL) return retcode;
+  sorting_finish(&sorting);
+  uintnat total[N_COUNTS];
+  settle_and_sum(sorting.n, total);
+  struct rendering r = { sorting.sorted, &g, total };
   char *path = caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &r);
   if (err != 0) {
@@ -671,7 +700,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
             CAML_MEMPROF_ENV_VAR, path ? path : tmpl, strerror(err));
     if (retcode == 0) retcode = 2;
   }
-  caml_memprof_sorted_free(sorted);
+  caml_memprof_sorted_free(sorting.sorted);
   free(sorting.st);
   free(path);
   return retcode;

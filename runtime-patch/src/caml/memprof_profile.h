@@ -4,12 +4,13 @@
  *    callstack. At exit it has the stacks sorted
  *    (caml_memprof_sort_stacks: resolved to source locations with
  *    memprof_frames.c and ordered by them), which needs only their
- *    slots, and then hands the sorted stacks, the GC's totals and the
- *    program's argv to caml_memprof_render_profile, which reads the
- *    counts, merges stacks that resolve alike and writes the JSON
- *    profile (runtime-patch/format/profile-format.md, version 2). The
- *    document depends on nothing else (not on the order of the stacks
- *    given, nor on addresses), so equal runs give equal bytes.
+ *    slots, and then hands the sorted stacks, the sums of their counts,
+ *    the GC's totals and the program's argv to
+ *    caml_memprof_render_profile, which reads the counts, merges stacks
+ *    that resolve alike and writes the JSON profile
+ *    (runtime-patch/format/profile-format.md, version 2). The document
+ *    depends on nothing else (not on the order of the stacks given, nor
+ *    on addresses), so equal runs give equal bytes.
  * 2. Counters: one per kind below, in the order of the format's keys.
  *    COUNT_SAMPLES is not counted but derived here (minor + major +
  *    custom); the format's live_samples (samples - collected) too.
@@ -18,7 +19,8 @@
  *    counter and, in native code, nothing of the OCaml heap (design 4
  *    of caml/memprof_frames.h), so it may run on a thread of its own
  *    while the exit's judgment of reachability still moves counters;
- *    rendering must come after both.
+ *    rendering must come after both, and renders the second half of
+ *    the stack lines on a thread of its own (memprof_profile.c).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -106,6 +108,8 @@ void caml_memprof_beside_join(struct caml_memprof_beside *w);
  * (read with caml_memprof_env()). */
 struct caml_memprof_profile {
   const struct caml_memprof_sorted *sorted;
+  const uintnat *totals;              /* the sums of the stacks' counts,
+                                         COUNT_SAMPLES derived */
   const struct caml_memprof_gc_totals *gc;
   char *const *argv;                  /* argc strings; one that could not
                                          be copied is NULL (shown null) */
