@@ -78,6 +78,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
@@ -501,13 +502,14 @@ static struct caml_memprof_stack *list_sites(size_t *n)
   return st;
 }
 
-/* Settle the peak for the first `n` sites and sum their counts into
- * `total` (COUNT_SAMPLES derived), after the judgment: a site not
+/* Settle the peak for the first `n` sites (or all, if fewer) and sum
+ * their counts into `total` (COUNT_SAMPLES derived); returns how many
+ * sites that was. After the judgment: a site not
  * changed since the last peak (its stamp is older) had its present live
  * count then; one changed since, the judgment's deaths included, was
  * stamped at its first change. One pass over the records for both,
  * since a program with a stack per sample has megabytes of them. */
-static void settle_and_sum(size_t n, uintnat total[N_COUNTS])
+static size_t settle_and_sum(size_t n, uintnat total[N_COUNTS])
 {
   for (int k = 0; k < N_COUNTS; k++) total[k] = 0;
   caml_plat_lock_blocking(&sites_lock);
@@ -534,6 +536,7 @@ static void settle_and_sum(size_t n, uintnat total[N_COUNTS])
   caml_plat_unlock(&sites_lock);
   total[CAML_MEMPROF_COUNT_SAMPLES] = total[CAML_MEMPROF_COUNT_MINOR]
     + total[CAML_MEMPROF_COUNT_MAJOR] + total[CAML_MEMPROF_COUNT_CUSTOM];
+  return i;
 }
 
 /* How many sites there are now. */
@@ -689,9 +692,12 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
     }
   }
   if (tmpl == NULL) return retcode;
-  sorting_finish(&sorting);
+  /* While the other thread may still be sorting; the listing has every
+   * site unless another domain created one since. */
   uintnat total[N_COUNTS];
-  settle_and_sum(sorting.n, total);
+  size_t summed = settle_and_sum(SIZE_MAX, total);
+  sorting_finish(&sorting);
+  if (summed != sorting.n) settle_and_sum(sorting.n, total);
   struct rendering r = { sorting.sorted, &g, total };
   char *path = caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &r);
