@@ -222,6 +222,19 @@ static struct site *site_room(size_t nslots)
   return s;
 }
 
+/* The record at `*at` in `c`, with `*at` moved past it (under
+ * sites_lock). The exit's passes read every record in address order,
+ * long out of cache: the lines a few records ahead are asked for. */
+Caml_inline struct site *next_record(const struct chunk *c, size_t *at)
+{
+  struct site *s = (struct site *)((char *)c->data + *at);
+  for (int k = 0; k < 4; k++) {
+    __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
+  }
+  *at += site_bytes(s->nslots);
+  return s;
+}
+
 /* A multiply per slot, and one fold at the end: the table indexes by
  * the low bits, which the multiplications alone fill only from the
  * slots' low bits. */
@@ -485,13 +498,7 @@ static struct caml_memprof_stack *list_sites(size_t *n)
   size_t i = 0;
   for (struct chunk *c = chunks_first; st != NULL && c != NULL; c = c->next) {
     for (size_t at = 0; at < c->used; i++) {
-      struct site *s = (struct site *)((char *)c->data + at);
-      /* Records lie one after another, long out of cache: ask for the
-       * ones a few ahead. */
-      for (int k = 0; k < 4; k++) {
-        __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
-      }
-      at += site_bytes(s->nslots);
+      struct site *s = next_record(c, &at);
       st[i].slots = s->slots;
       st[i].nslots = s->nslots;
       st[i].count = s->count;
@@ -504,11 +511,11 @@ static struct caml_memprof_stack *list_sites(size_t *n)
 
 /* Settle the peak for the first `n` sites (or all, if fewer) and sum
  * their counts into `total` (COUNT_SAMPLES derived); returns how many
- * sites that was. After the judgment: a site not
- * changed since the last peak (its stamp is older) had its present live
- * count then; one changed since, the judgment's deaths included, was
- * stamped at its first change. One pass over the records for both,
- * since a program with a stack per sample has megabytes of them. */
+ * sites that was. Runs after the judgment: a site not changed since the
+ * last peak (its stamp is older) had its present live count then; one
+ * changed since, the judgment's deaths included, was stamped at its
+ * first change. One pass over the records for both, since a program
+ * with a stack per sample has megabytes of them. */
 static size_t settle_and_sum(size_t n, uintnat total[N_COUNTS])
 {
   for (int k = 0; k < N_COUNTS; k++) total[k] = 0;
@@ -517,11 +524,7 @@ static size_t settle_and_sum(size_t n, uintnat total[N_COUNTS])
   size_t i = 0;
   for (struct chunk *c = chunks_first; i < n && c != NULL; c = c->next) {
     for (size_t at = 0; i < n && at < c->used; i++) {
-      struct site *s = (struct site *)((char *)c->data + at);
-      for (int k = 0; k < 4; k++) {
-        __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
-      }
-      at += site_bytes(s->nslots);
+      struct site *s = next_record(c, &at);
       if (s->peak_stamp != peak_epoch) {
         atomic_store_relaxed(&s->count[CAML_MEMPROF_COUNT_PEAK_LIVE],
                              site_live(s));
