@@ -9,7 +9,9 @@
  * 2. Sites: one record per distinct raw callstack prefix (at most
  *    `frames` slots), found through an open-addressing hash table that
  *    readers probe without a lock (each thread first tries the site
- *    it hit last); only inserting a new stack takes the mutex. Records
+ *    it hit last); only inserting a new stack takes the mutex. Samples
+ *    arrive in batches (memprof.c, design 8.10), whose lookups are
+ *    overlapped (on_alloc_batch), except with a trace (design 6). Records
  *    are cut, under that mutex, from 64 KiB chunks in creation order
  *    and never freed or moved, so the Val_ptr(site) that memprof keeps
  *    for each sampled block stays valid until exit, a new stack costs
@@ -116,52 +118,59 @@ struct site {
   backtrace_slot slots[];
 };
 
-/* Sites are numbered in creation order, and a number leads to its
- * record through a directory of blocks of DIR_BLOCK pointers (blocks are
- * allocated once and never move; up to SITES_MAX sites).
- *
- * The table: open addressing over a power-of-2 capacity, at most half
- * full, of 32-bit entries: 0 for an empty slot, else eight bits of the
- * site's hash (the tag) above its number + 1. A probe reads entries and
- * enters a site record only when a tag matches; a new stack, which most
+/* The table: open addressing over a power-of-2 capacity, at most half
+ * full, of 64-bit entries: 0 for an empty slot, else the site's record
+ * address below eight bits of its hash (the tag). A probe reads entries
+ * and enters a record only when a tag matches, so an existing stack
+ * costs the table line and its record, and a new stack, which most
  * samples of a program with a stack per sample are, writes its entry
- * into the line the probe has just read and its record pointer at the
- * end of the directory, so no store goes to a cold line of the table
- * (a cold store costs a sample as much as a cold load: the runtime's
- * next atomic exchange, in reset_young_limit, waits for it).
+ * into the line the probe has just read. Records and tables lie below
+ * 2^56 (checked where they are mapped; the system's user address space
+ * is smaller). The batch path (on_alloc_batch) asks for the lines of
+ * several samples before it reads any.
  *
  * Readers probe without the lock: an entry is published (release) only
- * after the record and its directory pointer are written, and once set
- * never changes; a grown table is published (release) only once it
- * holds every site. A table replaced by a larger one stays allocated,
- * since a reader may still be probing it; a miss there only sends that
- * reader to the locked path. */
-#define DIR_SHIFT 12
-#define DIR_BLOCK ((size_t)1 << DIR_SHIFT)
-#define SITE_BITS 24
-#define SITES_MAX (((size_t)1 << SITE_BITS) - 1)
-static _Atomic(struct site **) site_dir[(SITES_MAX >> DIR_SHIFT) + 1];
+ * after its record is written, and once set never changes; a grown
+ * table is published (release) only once it holds every site. A table
+ * replaced by a larger one stays allocated, since a reader may still
+ * be probing it; a miss there only sends that reader to the locked
+ * path. */
+#define TAG_SHIFT 56
+#define PTR_MASK (((uint64_t)1 << TAG_SHIFT) - 1)
 
 struct site_table {
   struct site_table *retired;        /* the smaller table it replaced,
                                         kept reachable for leak checkers */
-  size_t capacity;
-  _Atomic(uint32_t) entry[];
+  size_t capacity;                   /* 2^shift */
+  unsigned shift;
+  _Atomic(uint64_t) entry[];
 };
 
-Caml_inline uint32_t entry_of(uint64_t h, size_t number)
+Caml_inline uint64_t entry_of(uint64_t h, const struct site *s)
 {
-  return (uint32_t)(h >> 56) << SITE_BITS | (uint32_t)(number + 1);
+  return (h >> TAG_SHIFT) << TAG_SHIFT | (uint64_t)(uintptr_t)s;
 }
 
-Caml_inline struct site *site_numbered(size_t number)
+Caml_inline struct site *entry_site(uint64_t e)
 {
-  struct site **block = atomic_load_relaxed(&site_dir[number >> DIR_SHIFT]);
-  return block[number & (DIR_BLOCK - 1)];
+  return (struct site *)(uintptr_t)(e & PTR_MASK);
 }
 
 static caml_plat_mutex sites_lock = CAML_PLAT_MUTEX_INITIALIZER;
-static _Atomic(struct site_table *) sites = NULL;
+/* The current table and its capacity in one word (its log2 in the top
+ * eight bits, above the table's address), so that a probe's first
+ * load gives both instead of waiting for the table's header line. */
+static _Atomic(uint64_t) sites = 0;
+
+Caml_inline struct site_table *table_of(uint64_t w)
+{
+  return (struct site_table *)(uintptr_t)(w & PTR_MASK);
+}
+
+Caml_inline size_t mask_of(uint64_t w)
+{
+  return ((size_t)1 << (w >> TAG_SHIFT)) - 1;
+}
 static size_t sites_count = 0;       /* under sites_lock */
 
 /* The chunks site records are cut from (design 2), oldest first; all
@@ -194,9 +203,19 @@ static void *chunk_memory(size_t bytes)
 #ifdef MAP_POPULATE
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  return m == MAP_FAILED ? NULL : m;
+  if (m == MAP_FAILED) return NULL;
+  if ((uint64_t)(uintptr_t)m + bytes - 1 > PTR_MASK) {
+    munmap(m, bytes);
+    return NULL;
+  }
+  return m;
 #else
-  return calloc(1, bytes);
+  void *m = calloc(1, bytes);
+  if (m != NULL && (uint64_t)(uintptr_t)m + bytes - 1 > PTR_MASK) {
+    free(m);
+    return NULL;
+  }
+  return m;
 #endif
 }
 
@@ -258,86 +277,83 @@ Caml_inline bool same_slots(const backtrace_slot *a, const backtrace_slot *b,
 
 /* The site for this stack in `t`, or NULL; `*hole` receives the index
  * of the empty slot that ended the probe. */
-static struct site *sites_probe(struct site_table *t, uint64_t h,
+static struct site *sites_probe(uint64_t w, uint64_t h,
                                 const backtrace_slot *slots, size_t n,
                                 size_t *hole)
 {
-  size_t mask = t->capacity - 1;
-  uint32_t tag = (uint32_t)(h >> 56);
+  struct site_table *t = table_of(w);
+  size_t mask = mask_of(w);
+  uint64_t tag = h >> TAG_SHIFT;
   for (size_t j = h & mask;; j = (j + 1) & mask) {
-    uint32_t e = atomic_load_explicit(&t->entry[j], memory_order_acquire);
+    uint64_t e = atomic_load_explicit(&t->entry[j], memory_order_acquire);
     if (e == 0) { *hole = j; return NULL; }
-    if (e >> SITE_BITS != tag) continue;
-    struct site *s = site_numbered((e & SITES_MAX) - 1);
+    if (e >> TAG_SHIFT != tag) continue;
+    struct site *s = entry_site(e);
     if (s->hash == h && s->nslots == n && same_slots(s->slots, slots, n)) {
       return s;
     }
   }
 }
 
-/* A table twice as large (1024 slots at first) holding the `count`
- * sites numbered so far; NULL if out of memory. */
-static struct site_table *sites_grown(struct site_table *old, size_t count)
+/* A table twice as large as `old` (1024 slots at first) holding every
+ * site; NULL if out of memory. Under sites_lock. The records are read
+ * in address order (their hashes are not in the table). */
+static struct site_table *sites_grown(struct site_table *old)
 {
   size_t cap = old ? 2 * old->capacity : 1024;
   struct site_table *t = calloc(1, sizeof *t + cap * sizeof t->entry[0]);
   if (t == NULL) return NULL;
+  if ((uint64_t)(uintptr_t)t > PTR_MASK) { free(t); return NULL; }
   t->retired = old;
   t->capacity = cap;
-  for (size_t i = 0; i < count; i++) {
-    uint64_t h = site_numbered(i)->hash;
-    size_t j = h & (cap - 1);
-    while (atomic_load_relaxed(&t->entry[j]) != 0) j = (j + 1) & (cap - 1);
-    atomic_store_relaxed(&t->entry[j], entry_of(h, i));
+  t->shift = old ? old->shift + 1 : 10;
+  for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
+    for (size_t at = 0; at < c->used;) {
+      struct site *s = next_record(c, &at);
+      size_t j = s->hash & (cap - 1);
+      while (atomic_load_relaxed(&t->entry[j]) != 0) j = (j + 1) & (cap - 1);
+      atomic_store_relaxed(&t->entry[j], entry_of(s->hash, s));
+    }
   }
   return t;
 }
 
 /* The record for this callstack, created if new; NULL if out of
- * memory or past SITES_MAX sites (the sample is then not recorded).
+ * memory (the sample is then not recorded).
  * `alone`: design 3. */
 static struct site *site_of(const backtrace_slot *slots, size_t n,
-                            bool alone)
+                            uint64_t h, bool alone)
 {
-  uint64_t h = hash_slots(slots, n);
   size_t hole;
-  struct site_table *t = atomic_load_explicit(&sites, memory_order_acquire);
-  struct site *found = t ? sites_probe(t, h, slots, n, &hole) : NULL;
+  uint64_t w = atomic_load_explicit(&sites, memory_order_acquire);
+  struct site *found = w ? sites_probe(w, h, slots, n, &hole) : NULL;
   if (found != NULL) return found;
 
   if (!alone) caml_plat_lock_blocking(&sites_lock);
-  struct site_table *probed = t;
-  t = atomic_load_relaxed(&sites);
-  if (t == NULL || 2 * (sites_count + 1) > t->capacity) {
-    struct site_table *g = sites_grown(t, sites_count);
+  uint64_t probed = w;
+  w = atomic_load_relaxed(&sites);
+  if (w == 0 || 2 * (sites_count + 1) > mask_of(w) + 1) {
+    struct site_table *g = sites_grown(w ? table_of(w) : NULL);
     if (g == NULL) goto out;
-    atomic_store_explicit(&sites, g, memory_order_release);
-    t = g;
+    w = (uint64_t)g->shift << TAG_SHIFT | (uint64_t)(uintptr_t)g;
+    atomic_store_explicit(&sites, w, memory_order_release);
   }
   /* Inserted meanwhile? Only if the table changed or the hole filled:
    * insertions fill holes only, so the same key would have taken the
    * first hole of the same probe sequence. */
-  if (t != probed || atomic_load_relaxed(&t->entry[hole]) != 0) {
-    found = sites_probe(t, h, slots, n, &hole);
+  struct site_table *t = table_of(w);
+  if (w != probed || atomic_load_relaxed(&t->entry[hole]) != 0) {
+    found = sites_probe(w, h, slots, n, &hole);
     if (found != NULL) goto out;
   }
-  size_t number = sites_count;
-  struct site **block = number < SITES_MAX
-    ? atomic_load_relaxed(&site_dir[number >> DIR_SHIFT]) : NULL;
-  if (block == NULL && number < SITES_MAX) {
-    block = malloc(DIR_BLOCK * sizeof *block);
-    if (block == NULL) goto out;
-    atomic_store_relaxed(&site_dir[number >> DIR_SHIFT], block);
-  }
-  found = block ? site_room(n) : NULL;
+  found = site_room(n);
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
   found->peak_stamp = 0;
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
-  block[number & (DIR_BLOCK - 1)] = found;
-  atomic_store_explicit(&t->entry[hole], entry_of(h, number),
+  atomic_store_explicit(&t->entry[hole], entry_of(h, found),
                         memory_order_release);
   sites_count++;
  out:
@@ -403,27 +419,20 @@ Caml_inline void live_move(struct site *s, int c, uintnat n, bool born,
 /* Design 6: set once at start, before any sample. */
 static bool tracing = false;
 
-static value on_alloc(const struct caml_memprof_c_tracker *t,
-                      size_t samples, size_t wosize, int source, bool young,
-                      const backtrace_slot *callstack, size_t frames)
+/* Loops sample the same stack again and again: a thread's last site
+ * is tried first, which needs neither hash nor probe. */
+static CAMLthread_local struct site *last_site = NULL;
+
+Caml_inline bool is_last_site(struct site *s, const backtrace_slot *slots,
+                              size_t n)
 {
-  (void)t;
-  struct caml_memprof_ctf_block *r = NULL;
-  if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
-  bool alone = caml_domain_alone();
-  /* Loops sample the same stack again and again: a thread's last site
-   * is tried first, which needs neither hash nor probe. */
-  static CAMLthread_local struct site *last_site = NULL;
-  struct site *s = last_site;
-  if (s == NULL || s->nslots != frames
-      || !same_slots(s->slots, callstack, frames)) {
-    s = site_of(callstack, frames, alone);
-    if (s == NULL) {
-      caml_memprof_ctf_block_free(r);
-      return Val_unit;
-    }
-    last_site = s;
-  }
+  return s != NULL && s->nslots == n && same_slots(s->slots, slots, n);
+}
+
+/* Count a sample of `samples` at site `s`. */
+static void count_sample(struct site *s, size_t samples, size_t wosize,
+                         int source, bool young, bool alone)
+{
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1, alone);
   if (source == CAML_MEMPROF_SRC_CUSTOM) {
     bump(s, CAML_MEMPROF_COUNT_WORDS, wosize, alone);  /* out of heap */
@@ -436,6 +445,26 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
       bump(s, CAML_MEMPROF_COUNT_MARSHAL, samples, alone);
     }
   }
+}
+
+static value on_alloc(const struct caml_memprof_c_tracker *t,
+                      size_t samples, size_t wosize, int source, bool young,
+                      const backtrace_slot *callstack, size_t frames)
+{
+  (void)t;
+  struct caml_memprof_ctf_block *r = NULL;
+  if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
+  bool alone = caml_domain_alone();
+  struct site *s = last_site;
+  if (!is_last_site(s, callstack, frames)) {
+    s = site_of(callstack, frames, hash_slots(callstack, frames), alone);
+    if (s == NULL) {
+      caml_memprof_ctf_block_free(r);
+      return Val_unit;
+    }
+    last_site = s;
+  }
+  count_sample(s, samples, wosize, source, young, alone);
   if (r != NULL) {
     r->site = s;
     r->id = caml_memprof_ctf_alloc(wosize, samples, source, young,
@@ -443,6 +472,53 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
     return Val_ptr(r);
   }
   return Val_ptr(s);
+}
+
+/* The samples of a batch (memprof.c, design 8.10), in three passes so
+ * that their cold loads overlap: the table lines of all their stacks
+ * are asked for, then the records their entries name, then each sample
+ * is counted as `on_alloc` would. The first two passes only prefetch:
+ * what they read may be out of date, and the third decides. Not used
+ * with a trace, whose events are written as the samples are taken. */
+#define BATCH_MAX 32
+static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
+                           struct caml_memprof_c_sample *batch, size_t n)
+{
+  (void)t;
+  bool alone = caml_domain_alone();
+  uint64_t h[BATCH_MAX];
+  for (size_t base = 0; base < n; base += BATCH_MAX) {
+    struct caml_memprof_c_sample *b = batch + base;
+    size_t m = n - base < BATCH_MAX ? n - base : BATCH_MAX;
+    uint64_t w = atomic_load_explicit(&sites, memory_order_acquire);
+    struct site_table *tab = table_of(w);
+    size_t mask = mask_of(w);
+    for (size_t k = 0; k < m; k++) {
+      h[k] = hash_slots(b[k].callstack, b[k].frames);
+      if (w != 0) __builtin_prefetch(&tab->entry[h[k] & mask], 1);
+    }
+    for (size_t k = 0; w != 0 && k < m; k++) {
+      uint64_t e = atomic_load_relaxed(&tab->entry[h[k] & mask]);
+      if (e != 0 && e >> TAG_SHIFT == h[k] >> TAG_SHIFT) {
+        const char *r = (const char *)entry_site(e);
+        size_t bytes = site_bytes(b[k].frames);
+        for (size_t at = 0; at < bytes; at += 64) {
+          __builtin_prefetch(r + at, 1);
+        }
+      }
+    }
+    for (size_t k = 0; k < m; k++) {
+      struct site *s = last_site;
+      if (!is_last_site(s, b[k].callstack, b[k].frames)) {
+        s = site_of(b[k].callstack, b[k].frames, h[k], alone);
+        if (s == NULL) { b[k].data = Val_unit; continue; }
+        last_site = s;
+      }
+      count_sample(s, b[k].samples, b[k].wosize, b[k].source, b[k].young,
+                   alone);
+      b[k].data = Val_ptr(s);
+    }
+  }
 }
 
 static void on_promote(const struct caml_memprof_c_tracker *t,
@@ -472,8 +548,12 @@ static void on_dealloc(const struct caml_memprof_c_tracker *t,
             caml_domain_alone());
 }
 
+/* With a trace, samples are taken one by one (on_alloc_batch). */
 static const struct caml_memprof_c_tracker tracker = {
-  on_alloc, on_promote, on_dealloc
+  on_alloc, on_promote, on_dealloc, on_alloc_batch
+};
+static const struct caml_memprof_c_tracker tracker_traced = {
+  on_alloc, on_promote, on_dealloc, NULL
 };
 
 static value profile = Val_unit;   /* generational global root */
@@ -626,7 +706,8 @@ void caml_memprof_tracker_start(void)
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(
-    &profile, caml_memprof_start_c(env->rate, env->frames, &tracker));
+    &profile, caml_memprof_start_c(env->rate, env->frames,
+                                   tracing ? &tracker_traced : &tracker));
 }
 
 /**** Finish ****/

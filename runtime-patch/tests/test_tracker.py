@@ -125,6 +125,32 @@ def test_a_stack_per_sample_profile_is_whole_and_in_order(build, tmp_path, backe
     assert len(leaf) == leaves and all(st["samples"] == 2 for st in leaf)
 
 
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+@pytest.mark.parametrize("program,args,rate", [
+    ("trace_mix", (), "1e-3"),          # minor, major, custom; promotions
+    ("many_stacks", (3000, 12), "1e-1"),  # a new stack at most samples
+])
+def test_batched_samples_count_as_one_at_a_time(build, tmp_path, backend,
+                                                program, args, rate):
+    """The tracker takes samples in batches (memprof.c, design 8.10)
+    except when it also writes a trace, where it takes them one at a
+    time: both runs give the same stacks with the same counts, deaths,
+    promotions and peak, so no batch reaches the tracker late for a
+    collection, a compaction or the exit."""
+    exe = build(program, backend=backend)
+    spec = f"rate={rate},seed=3"
+    run(exe, *args, memprof=f"{spec},out=b.json", cwd=tmp_path)
+    run(exe, *args, memprof=f"{spec},out=o.json,trace=o.ctf", cwd=tmp_path)
+    batched, single = (json.loads((tmp_path / n).read_bytes())
+                       for n in ("b.json", "o.json"))
+    for doc in (batched, single):
+        doc.pop("config")
+        doc.pop("argv")
+    assert batched["totals"]["promoted_samples"] > 0
+    assert batched["totals"]["collected_samples"] > 0
+    assert batched == single
+
+
 def test_frames_limit(build, tmp_path):
     prof, _, _ = profile(build("tracker_sites"), rate=1e-2, frames=1, tmp=tmp_path)
     assert prof["config"]["frames"] == 1
