@@ -173,6 +173,13 @@ Caml_inline size_t mask_of(uint64_t w)
 }
 static size_t sites_count = 0;       /* under sites_lock */
 
+/* Every site's hash and record in creation order (under sites_lock): a
+ * grown table is filled from this compact list instead of from the
+ * records, which lie in cold memory ten times as large. */
+struct site_ref { uint64_t hash; struct site *site; };
+static struct site_ref *site_refs = NULL;
+static size_t site_refs_capacity = 0;
+
 /* The chunks site records are cut from (design 2), oldest first; all
  * under sites_lock. A record never spans two chunks; one larger than a
  * chunk's room gets a chunk of its own. Chunks double in size from 64
@@ -296,8 +303,7 @@ static struct site *sites_probe(uint64_t w, uint64_t h,
 }
 
 /* A table twice as large as `old` (1024 slots at first) holding every
- * site; NULL if out of memory. Under sites_lock. The records are read
- * in address order (their hashes are not in the table). */
+ * site; NULL if out of memory. Under sites_lock. */
 static struct site_table *sites_grown(struct site_table *old)
 {
   size_t cap = old ? 2 * old->capacity : 1024;
@@ -307,13 +313,11 @@ static struct site_table *sites_grown(struct site_table *old)
   t->retired = old;
   t->capacity = cap;
   t->shift = old ? old->shift + 1 : 10;
-  for (struct chunk *c = chunks_first; c != NULL; c = c->next) {
-    for (size_t at = 0; at < c->used;) {
-      struct site *s = next_record(c, &at);
-      size_t j = s->hash & (cap - 1);
-      while (atomic_load_relaxed(&t->entry[j]) != 0) j = (j + 1) & (cap - 1);
-      atomic_store_relaxed(&t->entry[j], entry_of(s->hash, s));
-    }
+  for (size_t i = 0; i < sites_count; i++) {
+    uint64_t h = site_refs[i].hash;
+    size_t j = h & (cap - 1);
+    while (atomic_load_relaxed(&t->entry[j]) != 0) j = (j + 1) & (cap - 1);
+    atomic_store_relaxed(&t->entry[j], entry_of(h, site_refs[i].site));
   }
   return t;
 }
@@ -346,6 +350,13 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
     found = sites_probe(w, h, slots, n, &hole);
     if (found != NULL) goto out;
   }
+  if (sites_count == site_refs_capacity) {
+    size_t cap = site_refs_capacity ? 2 * site_refs_capacity : 1024;
+    struct site_ref *refs = realloc(site_refs, cap * sizeof *refs);
+    if (refs == NULL) goto out;
+    site_refs = refs;
+    site_refs_capacity = cap;
+  }
   found = site_room(n);
   if (found == NULL) goto out;
   for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
@@ -353,6 +364,8 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
+  site_refs[sites_count].hash = h;
+  site_refs[sites_count].site = found;
   atomic_store_explicit(&t->entry[hole], entry_of(h, found),
                         memory_order_release);
   sites_count++;
