@@ -338,9 +338,9 @@ static void render_lines(struct caml_memprof_buf *b,
      * order, not in the order they lie in memory. */
     if (i + PREFETCH_AHEAD < to) {
       const char *c = (const char *)rs[i + PREFETCH_AHEAD].count;
-      __builtin_prefetch(c);
-      __builtin_prefetch(c + N_COUNTS * sizeof(uintnat) - 1);
-      __builtin_prefetch(rs[i + PREFETCH_AHEAD].ranks);
+      caml_prefetch(c);
+      caml_prefetch(c + N_COUNTS * sizeof(uintnat) - 1);
+      caml_prefetch(rs[i + PREFETCH_AHEAD].ranks);
     }
     uintnat count[N_COUNTS] = { 0 };
     add_stack_counts(count, rs[i].count);

@@ -255,7 +255,7 @@ Caml_inline struct site *next_record(const struct chunk *c, size_t *at)
 {
   struct site *s = (struct site *)((char *)c->data + *at);
   for (int k = 0; k < 4; k++) {
-    __builtin_prefetch((char *)s + SCAN_AHEAD + 64 * k);
+    caml_prefetch((char *)s + SCAN_AHEAD + 64 * k);
   }
   *at += site_bytes(s->nslots);
   return s;
@@ -508,7 +508,7 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
     size_t mask = mask_of(w);
     for (size_t k = 0; k < m; k++) {
       h[k] = hash_slots(b[k].callstack, b[k].frames);
-      if (w != 0) __builtin_prefetch(&tab->entry[h[k] & mask], 1);
+      if (w != 0) caml_prefetch(&tab->entry[h[k] & mask]);
     }
     for (size_t k = 0; w != 0 && k < m; k++) {
       uint64_t e = atomic_load_relaxed(&tab->entry[h[k] & mask]);
@@ -516,7 +516,7 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
         const char *r = (const char *)entry_site(e);
         size_t bytes = site_bytes(b[k].frames);
         for (size_t at = 0; at < bytes; at += 64) {
-          __builtin_prefetch(r + at, 1);
+          caml_prefetch(r + at);
         }
       }
     }
