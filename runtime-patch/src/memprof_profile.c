@@ -274,42 +274,95 @@ void caml_memprof_sorted_free(struct caml_memprof_sorted *so)
   free(so);
 }
 
-struct caml_memprof_sorted *
-caml_memprof_sort_stacks(const struct caml_memprof_stack *st, size_t n)
+struct caml_memprof_sorting {
+  struct caml_memprof_ids ids;        /* every stack's frame ids */
+  size_t *at;                         /* where each stack's ids start (the
+                                         arena may move while it grows) */
+  const atomic_uintnat **count;       /* each stack's counters */
+  size_t n, cap;
+  bool failed;                        /* out of memory */
+};
+
+/* Room for `n` more stacks; false (and `failed`) if out of memory. */
+static bool sorting_room(struct caml_memprof_sorting *s, size_t n)
 {
-  struct caml_memprof_sorted *so = calloc(1, sizeof *so);
-  if (so == NULL) return NULL;
-  so->nstacks = n;
-  so->rs = malloc((n ? n : 1) * sizeof *so->rs);
+  if (s->cap - s->n >= n) return true;
+  size_t cap = s->cap ? s->cap : 1024;
+  while (cap - s->n < n) cap *= 2;
+  size_t *at = realloc(s->at, cap * sizeof *at);
+  if (at != NULL) s->at = at;
+  const atomic_uintnat **count =
+    at != NULL ? realloc(s->count, cap * sizeof *count) : NULL;
+  if (count == NULL) { s->failed = true; return false; }
+  s->count = count;
+  s->cap = cap;
+  return true;
+}
+
+struct caml_memprof_sorting *
+caml_memprof_sorting_start(size_t nstacks, size_t nslots)
+{
+  struct caml_memprof_sorting *s = calloc(1, sizeof *s);
+  if (s == NULL) return NULL;
   /* Each slot gives at least one frame: room for as many at first. */
-  size_t nslots = 0;
-  for (size_t i = 0; i < n; i++) nslots += st[i].nslots;
-  struct caml_memprof_ids ids = { malloc((nslots ? nslots : 1) * sizeof *ids.v),
-                                  0, nslots ? nslots : 1 };
-  bool ok = so->rs != NULL && ids.v != NULL;
-  /* Offsets into the arena first: it may move while it grows. */
-  size_t *at = ok ? malloc((n ? n : 1) * sizeof *at) : NULL;
-  ok = ok && at != NULL;
-  for (size_t i = 0; ok && i < n; i++) {
-    at[i] = ids.len;
-    ok = caml_memprof_stack_ids(st[i].slots, st[i].nslots, &ids);
+  s->ids.cap = nslots ? nslots : 1;
+  s->ids.v = malloc(s->ids.cap * sizeof *s->ids.v);
+  if (s->ids.v == NULL || !sorting_room(s, nstacks ? nstacks : 1)) {
+    s->failed = true;
   }
-  if (ok) so->texts = caml_memprof_rank_frames(&so->ntexts);
-  if (!ok || so->texts == NULL) {
-    free(at);
-    free(ids.v);
+  return s;
+}
+
+bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
+                              const backtrace_slot *slots, size_t nslots,
+                              const atomic_uintnat *count)
+{
+  if (s->failed || !sorting_room(s, 1)) return false;
+  s->at[s->n] = s->ids.len;
+  s->count[s->n] = count;
+  if (!caml_memprof_stack_ids(slots, nslots, &s->ids)) {
+    s->failed = true;
+    return false;
+  }
+  s->n++;
+  return true;
+}
+
+static void sorting_free(struct caml_memprof_sorting *s)
+{
+  free(s->ids.v);
+  free(s->at);
+  free(s->count);
+  free(s);
+}
+
+struct caml_memprof_sorted *
+caml_memprof_sorting_end(struct caml_memprof_sorting *s)
+{
+  if (s == NULL) return NULL;
+  size_t n = s->n;
+  struct caml_memprof_sorted *so = s->failed ? NULL : calloc(1, sizeof *so);
+  if (so != NULL) {
+    so->nstacks = n;
+    so->rs = malloc((n ? n : 1) * sizeof *so->rs);
+    if (so->rs != NULL) so->texts = caml_memprof_rank_frames(&so->ntexts);
+  }
+  if (so == NULL || so->texts == NULL) {
     caml_memprof_sorted_free(so);
+    sorting_free(s);
     return NULL;
   }
-  caml_memprof_ids_to_ranks(ids.v, ids.len);
-  so->arena = ids.v;
+  uint32_t *arena = s->ids.v;
+  caml_memprof_ids_to_ranks(arena, s->ids.len);
   for (size_t i = 0; i < n; i++) {
-    size_t end = i + 1 < n ? at[i + 1] : ids.len;
-    so->rs[i].ranks = ids.v + at[i];
-    so->rs[i].n = end - at[i];
-    so->rs[i].count = st[i].count;
+    size_t end = i + 1 < n ? s->at[i + 1] : s->ids.len;
+    so->rs[i].ranks = arena + s->at[i];
+    so->rs[i].n = end - s->at[i];
+    so->rs[i].count = s->count[i];
   }
-  free(at);
+  so->arena = arena;
+  s->ids.v = NULL;
+  sorting_free(s);
   sort_stacks(so->rs, n, 0);
   return so;
 }

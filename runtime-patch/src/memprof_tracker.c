@@ -32,8 +32,9 @@
  *    sampling and freeze the peak (design 5); read the GC counters;
  *    have the blocks no longer reachable counted as collected (a walk
  *    of the heap, memprof_reach.c, or else two major cycles) while, in
- *    native code, another thread lists the stacks and resolves and
- *    sorts them (memprof_profile.h: sorting reads no counter); then, in
+ *    native code, another thread resolves the stacks as it reads their
+ *    records, and sorts them (memprof_profile.h: sorting reads no
+ *    counter); then, in
  *    one pass over the records, settle the peak and sum the counts, and
  *    write the profile where `out` says (memprof_outfile.c), rendered
  *    by memprof_profile.c from the sorted stacks and the records' final
@@ -172,6 +173,7 @@ Caml_inline size_t mask_of(uint64_t w)
   return ((size_t)1 << (w >> TAG_SHIFT)) - 1;
 }
 static size_t sites_count = 0;       /* under sites_lock */
+static size_t slots_count = 0;       /* of all sites; under sites_lock */
 
 /* Every site's hash and record in creation order (under sites_lock): a
  * grown table is filled from this compact list instead of from the
@@ -369,6 +371,7 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   atomic_store_explicit(&t->entry[hole], entry_of(h, found),
                         memory_order_release);
   sites_count++;
+  slots_count += n;
  out:
   if (!alone) caml_plat_unlock(&sites_lock);
   return found;
@@ -580,26 +583,27 @@ static void peak_freeze(void)
   caml_plat_unlock(&peak_lock);
 }
 
-/* The stacks of every site so far, in creation order, with `*n` their
- * number (NULL when out of memory). Reads only what never changes in a
- * record, so it may run beside the judgment. */
-static struct caml_memprof_stack *list_sites(size_t *n)
+/* The stacks of every site so far, resolved as their records are read
+ * in creation order (one pass over megabytes of records, not one to
+ * list them and another to resolve them) and sorted; `*n` is their
+ * number. NULL when out of memory. Reads only what never changes in a
+ * record, so it may run beside the judgment, which takes no sites_lock
+ * (settle_and_sum, after it, does). */
+static struct caml_memprof_sorted *list_and_sort_sites(size_t *n)
 {
   caml_plat_lock_blocking(&sites_lock);
-  struct caml_memprof_stack *st =
-    malloc((sites_count ? sites_count : 1) * sizeof *st);
-  size_t i = 0;
-  for (struct chunk *c = chunks_first; st != NULL && c != NULL; c = c->next) {
-    for (size_t at = 0; at < c->used; i++) {
+  *n = sites_count;
+  struct caml_memprof_sorting *so =
+    caml_memprof_sorting_start(sites_count, slots_count);
+  bool ok = so != NULL;
+  for (struct chunk *c = chunks_first; ok && c != NULL; c = c->next) {
+    for (size_t at = 0; ok && at < c->used;) {
       struct site *s = next_record(c, &at);
-      st[i].slots = s->slots;
-      st[i].nslots = s->nslots;
-      st[i].count = s->count;
+      ok = caml_memprof_sorting_add(so, s->slots, s->nslots, s->count);
     }
   }
-  *n = i;
   caml_plat_unlock(&sites_lock);
-  return st;
+  return caml_memprof_sorting_end(so);
 }
 
 /* Settle the peak for the first `n` sites (or all, if fewer) and sum
@@ -652,7 +656,6 @@ static size_t sites_now(void)
  * loaded into the OCaml heap on first use, they run when the result is
  * wanted. */
 struct sorting {
-  struct caml_memprof_stack *st;
   size_t n;
   struct caml_memprof_sorted *sorted;
   struct caml_memprof_beside w;
@@ -661,14 +664,12 @@ struct sorting {
 static void *list_and_sort(void *arg)
 {
   struct sorting *s = arg;
-  s->st = list_sites(&s->n);
-  s->sorted = s->st ? caml_memprof_sort_stacks(s->st, s->n) : NULL;
+  s->sorted = list_and_sort_sites(&s->n);
   return NULL;
 }
 
 static void sorting_start(struct sorting *s)
 {
-  s->st = NULL;
   s->n = 0;
   s->sorted = NULL;
 #ifdef NATIVE_CODE
@@ -687,7 +688,6 @@ static void sorting_finish(struct sorting *s)
   caml_memprof_beside_join(&s->w);
   if (s->sorted != NULL && sites_now() != s->n) {
     caml_memprof_sorted_free(s->sorted);
-    free(s->st);
     list_and_sort(s);
   }
 }
@@ -804,7 +804,6 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
     if (retcode == 0) retcode = 2;
   }
   caml_memprof_sorted_free(sorting.sorted);
-  free(sorting.st);
   free(path);
   return retcode;
 }

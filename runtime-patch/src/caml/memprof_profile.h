@@ -2,9 +2,9 @@
  *
  * 1. The tracker (memprof_tracker.c) counts samples per distinct raw
  *    callstack. At exit it has the stacks sorted
- *    (caml_memprof_sort_stacks: resolved to source locations with
- *    memprof_frames.c and ordered by them), which needs only their
- *    slots, and then hands the sorted stacks, the sums of their counts,
+ *    (caml_memprof_sorting_*: each resolved to source locations with
+ *    memprof_frames.c as it is given, then all ordered by them), which
+ *    needs only their slots, and then hands the sorted stacks, the sums of their counts,
  *    the GC's totals and the program's argv to
  *    caml_memprof_render_profile, which reads the counts, merges stacks
  *    that resolve alike and writes the JSON profile
@@ -54,21 +54,30 @@ enum {
   CAML_MEMPROF_N_COUNTS
 };
 
-/* One distinct raw callstack (innermost first) and its counters. */
-struct caml_memprof_stack {
-  const backtrace_slot *slots;
-  size_t nslots;
-  const atomic_uintnat *count;        /* CAML_MEMPROF_N_COUNTS of them;
-                                         COUNT_SAMPLES is not read */
-};
+/* Stacks being given (opaque): each distinct raw callstack is handed
+ * over once, and resolved then, while its slots are in cache. */
+struct caml_memprof_sorting;
 
 /* Stacks resolved and sorted (opaque). */
 struct caml_memprof_sorted;
 
-/* Resolve and sort the `n` stacks of `st`, which must outlive the
- * result; NULL when out of memory. Reads slots, not counters. */
+/* Start a sorting with room for `nstacks` stacks of `nslots` slots in
+ * all (a hint; more may come); NULL when out of memory. */
+struct caml_memprof_sorting *
+caml_memprof_sorting_start(size_t nstacks, size_t nslots);
+
+/* Give one stack: its slots (innermost first) and its counters
+ * (CAML_MEMPROF_N_COUNTS of them; COUNT_SAMPLES is not read), which
+ * must outlive the result; only the slots are read here. False when
+ * out of memory, which fails the sorting. */
+bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
+                              const backtrace_slot *slots, size_t nslots,
+                              const atomic_uintnat *count);
+
+/* Rank the frames and sort the stacks given; frees `s`. NULL when out
+ * of memory (or `s` is NULL). */
 struct caml_memprof_sorted *
-caml_memprof_sort_stacks(const struct caml_memprof_stack *st, size_t n);
+caml_memprof_sorting_end(struct caml_memprof_sorting *s);
 
 void caml_memprof_sorted_free(struct caml_memprof_sorted *so);
 
