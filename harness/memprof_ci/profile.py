@@ -1,14 +1,16 @@
-"""Reading and validating memprof-ci runtime profiles (format versions 1 and 2).
+"""Reading and validating memprof-ci runtime profiles (format versions 1 to 3).
 
 A profile is the JSON document one process run writes when OCAMLMEMPROF is
 set (see runtime-patch/format/profile-format.md).  Version 1 spells out each
 stack's frame objects; version 2 lists every frame object once in
-`frame_table` and each stack's frames as indices into it.  Invariants:
-load_profile either returns a Profile whose structure, counter types and
-per-stack identities have been checked, or raises InputError naming the
-file; both versions give the same Profile (a version-2 stack's indices are
-replaced by the table's frame objects, shared, before anything else reads
-them); any other format or version is rejected.
+`frame_table` and each stack's frames as indices into it; version 3 is
+version 2 with a stack's counts of zero left out.  Invariants: load_profile
+either returns a Profile whose structure, counter types and per-stack
+identities have been checked, or raises InputError naming the file; all
+versions give the same Profile (a version-3 stack gets its missing counts
+as zeros, and a version-2 or 3 stack's indices are replaced by the table's
+frame objects, shared, before anything else reads them); any other format
+or version is rejected.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from . import mdsafe, validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
-VERSIONS = (1, 2)
-VERSION = 2          # what the runtime writes
+VERSIONS = (1, 2, 3)
+VERSION = 3          # what the runtime writes
 WORD_BYTES = 8
 
 TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
@@ -112,11 +114,11 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                          f" is not supported (this harness reads versions "
                          f"{' and '.join(map(str, VERSIONS))}); upgrade memprof-ci or "
                          f"rebuild the runtime")
-    keys = TOP_KEYS + (("frame_table",) if version == 2 else ())
+    keys = TOP_KEYS + (("frame_table",) if version >= 2 else ())
     missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
-    if version == 2 and "incomplete" in doc:
+    if version >= 2 and "incomplete" in doc:
         reason = validate.text(doc["incomplete"], f"{path}: incomplete")
         raise InputError(f"{path}: incomplete profile, the run ended abnormally: "
                          f"{mdsafe.printable(reason[:300])}; its counts cannot be judged")
@@ -168,9 +170,12 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     stacks = doc["stacks"]
     if not isinstance(stacks, list):
         raise bad("stacks is not a list")
-    if cfg.get("peak") != PEAK_EVENTS:
+    peak = cfg.get("peak") == PEAK_EVENTS
+    if not peak:
         _forget_peak(doc["totals"], stacks)
-    if version == 2:
+    if version == 3:
+        fill_zero_counts(stacks, COUNT_KEYS + ((PEAK_KEY,) if peak else ()))
+    if version >= 2:
         expand_frame_table(doc["frame_table"], stacks, path)
     if not check_stacks:
         return Profile(path=path, ocaml_version=doc["ocaml_version"],
@@ -183,7 +188,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         vals = stack_counts(st)
         if vals is None:
             explain_bad_stack(st, i, path)
-        check_frames(st["frames"], i, path)
+        check_frames(stack_frames(st, i, path), i, path)
         peak_of(st, i, path)
         tot_samples += vals[SAMPLES]
         tot_live += vals[LIVE]
@@ -241,6 +246,16 @@ def peak_of(st: dict, i: int, path: str):
     return pk
 
 
+def stack_frames(st: dict, i: int, path: str):
+    """A valid stack's frames (not yet checked), or the InputError that
+    says they are missing."""
+    try:
+        return st["frames"]
+    except KeyError:
+        raise InputError(f"{path}: malformed profile: stacks[{i}].frames is missing; "
+                         f"regenerate it") from None
+
+
 def check_frames(frames, i: int, path: str, where: str | None = None) -> None:
     """A stack's frames (or, with `where`, the frame table): a list of
     objects with the frame keys, typed."""
@@ -259,8 +274,19 @@ def check_frames(frames, i: int, path: str, where: str | None = None) -> None:
                              f"field of the wrong type; regenerate it")
 
 
+def fill_zero_counts(stacks: list, keys: tuple) -> None:
+    """Version 3: each stack lists only its counts that are not zero; give
+    it the others as zeros, so that it reads as version 2's.  A stack that
+    is not an object is left for the stack validator to name."""
+    for st in stacks:
+        if type(st) is dict:
+            for k in keys:
+                if k not in st:
+                    st[k] = 0
+
+
 def expand_frame_table(table, stacks: list, path: str) -> None:
-    """Version 2: check the frame table once, then replace each stack's
+    """Versions 2 and 3: check the frame table once, then replace each stack's
     list of indices by the table's frame objects (shared, not copied), so
     the stacks read as version 1's.  A stack that is not an object or
     whose frames are not a list is left for the stack validator to name."""

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, PEAK_KEY, SAMPLES, WORD_BYTES,
-                      Profile, check_frames, explain_bad_stack, peak_of, stack_counts)
+                      Profile, check_frames, explain_bad_stack, peak_of, stack_counts,
+                      stack_frames)
 
 
 GROUPINGS = ("function", "line", "innermost")
@@ -205,7 +206,7 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         vals = stack_counts(st)
         if vals is None:
             explain_bad_stack(st, i, path)
-        frames = st["frames"]
+        frames = stack_frames(st, i, path)
         try:
             sig = tuple(map(_NAMES, frames))
         except (KeyError, TypeError):

@@ -58,6 +58,14 @@ def to_version2(doc):
     return dict(doc, version=2, frame_table=[json.loads(t) for t in texts], stacks=stacks)
 
 
+def to_version3(doc):
+    """The same profile in format version 3: version 2 with each stack's
+    counts of zero left out (the totals keep every count)."""
+    v2 = to_version2(doc)
+    stacks = [{k: v for k, v in st.items() if k == "frames" or v != 0} for st in v2["stacks"]]
+    return dict(v2, version=3, stacks=stacks)
+
+
 def write_json(path, doc):
     os.makedirs(os.path.dirname(str(path)) or ".", exist_ok=True)
     with open(path, "w") as fh:

@@ -2,7 +2,7 @@
 
 
 import pytest
-from harness_testlib import make_profile, to_version2, write_json
+from harness_testlib import make_profile, to_version2, to_version3, write_json
 
 from memprof_ci.baseline import load_baseline
 from memprof_ci.errors import ConfigError, InputError
@@ -15,7 +15,7 @@ def test_profile_rejects(tmp_path):
     p = write_json(tmp_path / "ok.json", good)
     assert load_profile(p).totals["samples"] == 5
     cases = {
-        "version": (dict(good, version=3), "version 3 is not supported"),
+        "version": (dict(good, version=4), "version 4 is not supported"),
         "bool version": (dict(good, version=True), "version True is not supported"),
         "format": (dict(good, format="other"), "not a memprof-ci profile"),
         "missing": ({k: v for k, v in good.items() if k != "gc"}, r"missing key\(s\) gc"),
@@ -47,6 +47,52 @@ def test_profile_version2_reads_as_version1(tmp_path):
     shuffled = dict(v2, frame_table=v2["frame_table"][::-1],
                     stacks=[dict(st, frames=[2 - k for k in st["frames"]]) for st in v2["stacks"]])
     assert load_profile(write_json(tmp_path / "v2r.json", shuffled)).stacks == a.stacks
+
+
+def test_profile_version3_reads_as_version2(tmp_path):
+    """A version-3 stack lists only its counts that are not zero; read with
+    the others as zeros, it is the version-2 stack. A zero written out is
+    read the same, and a stack's peak, when the profile records one, is
+    zero when left out."""
+    stacks = [([("Main.f", "main.ml", 1), ("Main.main", "main.ml", 9)], 5, 1),
+              ([("Main.g", "main.ml", 2), ("Main.main", "main.ml", 9)], 7, 0),
+              ([("Main.f", "main.ml", 1)], 3, 3)]
+    v1 = make_profile(stacks)
+    v3 = to_version3(v1)
+    assert "live_samples" not in v3["stacks"][1] and "major_samples" in v3["totals"]
+    a = load_profile(write_json(tmp_path / "v1.json", v1))
+    b = load_profile(write_json(tmp_path / "v3.json", v3))
+    assert a.stacks == b.stacks and a.totals == b.totals
+    explicit = dict(v3, stacks=[dict(st, major_samples=0) for st in v3["stacks"]])
+    assert load_profile(write_json(tmp_path / "v3z.json", explicit)).stacks == a.stacks
+    peaked = dict(v3, config=dict(v3["config"], peak="events"),
+                  totals=dict(v3["totals"], peak_live_samples=1),
+                  stacks=[dict(v3["stacks"][0], peak_live_samples=1)] + v3["stacks"][1:])
+    got = load_profile(write_json(tmp_path / "v3p.json", peaked)).stacks
+    assert [st["peak_live_samples"] for st in got] == [1, 0, 0]
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (lambda d: d["stacks"][0].__setitem__("samples", "5"), r"stacks\[0\].samples is missing or not"),
+    (lambda d: d["stacks"][1].pop("samples"), "breaks samples = minor"),
+    (lambda d: d["stacks"][0].pop("frames"), r"stacks\[0\].frames is missing"),
+    (lambda d: d["stacks"].__setitem__(1, [1, 2]), r"stacks\[1\] is not an object"),
+    (lambda d: d["totals"].pop("major_samples"), r"totals.major_samples is missing"),
+])
+def test_profile_version3_rejects(tmp_path, edit, msg):
+    """Leaving zeros out does not hide a malformed stack: a wrong type, a
+    count whose absence breaks an identity, or missing frames still name the
+    stack; the totals must list every count."""
+    doc = to_version3(make_profile([([("Main.f", "main.ml", 1)], 5, 1),
+                                    ([("Main.g", "main.ml", 2)], 2, 0)]))
+    edit(doc)
+    for check in (True, False):
+        with pytest.raises(InputError, match=msg) as e:
+            p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
+            if not check:   # the grouping pass validates stacks itself
+                from memprof_ci.sites import aggregate
+                aggregate([p], "function", "b")
+        assert "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize("edit,msg", [

@@ -19,13 +19,14 @@
  *    caller's renders the first half into the output, then added after
  *    it (caml_memprof_beside: on a thread with every signal blocked, or
  *    inline when none can be started).
- * 3. The document (version 2): header (format, version, OCaml
+ * 3. The document (version 3): header (format, version, OCaml
  *    version, backend, argv, and `incomplete` only for a run the
  *    runtime ended abnormally), config (rate, seed, frames), gc, totals
- *    (the sums over stacks), the frame table (every frame object once,
- *    one per line, in rank order, so a frame's index is its rank), then
- *    one line per stack with its counts and its frames as indices into
- *    the table. The counts of a stack, and then its indices, are each
+ *    (the sums over stacks, every count), the frame table (every frame
+ *    object once, one per line, in rank order, so a frame's index is
+ *    its rank), then one line per stack with its counts that are not
+ *    zero (most of a stack's are: the line is about half as long) and
+ *    its frames as indices into the table. The counts of a stack, and then its indices, are each
  *    assembled in a local line and added at once (there is one stack
  *    per sample at worst, so per-piece additions would dominate).
  *
@@ -192,8 +193,11 @@ static void sort_stacks(struct resolved *a, size_t n, size_t d)
   }
 }
 
-/* The counts of one stack as `"key":n,...` (design 3). */
-static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
+/* Counts as `"key":n,...` (design 3): every count for the totals, and
+ * for a stack (`sparse`) only those that are not zero. Returns whether
+ * any was written. */
+static bool add_counts(struct caml_memprof_buf *b, const uintnat *count,
+                       bool sparse)
 {
   uintnat samples = count[CAML_MEMPROF_COUNT_SAMPLES];
   uintnat collected = count[CAML_MEMPROF_COUNT_COLLECTED];
@@ -201,25 +205,28 @@ static void add_counts(struct caml_memprof_buf *b, const uintnat *count)
   /* Room for every key and 20 digits each. */
   char line[(N_COUNTS + 1) * (KEY_ROOM + 20) + 1];
   char *p = line;
-  memcpy(p, count_keys[0].s + 1, KEY_ROOM - 1);  /* no comma before it */
-  p = put_uint(p + count_keys[0].len - 1, count[0]);
-  for (int c = 1; c <= N_COUNTS; c++) {
+  for (int c = 0; c <= N_COUNTS; c++) {
+    uintnat v = c < N_COUNTS ? count[c] : live;
+    if (sparse && v == 0) continue;
     memcpy(p, count_keys[c].s, KEY_ROOM);
-    p = put_uint(p + count_keys[c].len, c < N_COUNTS ? count[c] : live);
+    p = put_uint(p + count_keys[c].len, v);
   }
-  caml_memprof_buf_add(b, line, p - line);
+  if (p == line) return false;
+  caml_memprof_buf_add(b, line + 1, p - line - 1);  /* no first comma */
+  return true;
 }
 
-/* A stack's `,"frames":[i,j,...]}`: its frame ranks, which are the
- * indices into the frame table, assembled in a local line added in
- * pieces of at most its size (a stack has a few dozen frames). */
+/* A stack's `,"frames":[i,j,...]}` (without its comma when `first`):
+ * its frame ranks, which are the indices into the frame table,
+ * assembled in a local line added in pieces of at most its size (a
+ * stack has a few dozen frames). */
 static void add_indices(struct caml_memprof_buf *b, const uint32_t *ranks,
-                        size_t n)
+                        size_t n, bool first)
 {
   char line[512];
   static const char head[] = ",\"frames\":[";
-  memcpy(line, head, sizeof head - 1);
-  char *p = line + sizeof head - 1;
+  memcpy(line, head + first, sizeof head - 1 - first);
+  char *p = line + sizeof head - 1 - first;
   for (size_t f = 0; f < n; f++) {
     if (p + CAML_MEMPROF_UINT_DIGITS + 3 > line + sizeof line) {
       caml_memprof_buf_add(b, line, p - line);
@@ -401,8 +408,8 @@ static void render_lines(struct caml_memprof_buf *b,
       add_stack_counts(count, rs[j].count);
     }
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
-    add_counts(b, count);
-    add_indices(b, rs[i].ranks, rs[i].n);
+    bool counted = add_counts(b, count, true);
+    add_indices(b, rs[i].ranks, rs[i].n, !counted);
   }
 }
 
@@ -433,7 +440,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   const struct caml_memprof_gc_totals *g = p->gc;
   const struct caml_memprof_sorted *so = p->sorted;
 
-  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":2,"
+  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":3,"
                        "\"ocaml_version\":");
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
@@ -470,7 +477,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_field(b, false, "top_heap_words", g->top_heap_words);
   caml_memprof_buf_lit(b, "},\n");
   caml_memprof_buf_lit(b, "\"totals\":{");
-  add_counts(b, p->totals);
+  add_counts(b, p->totals, false);
   caml_memprof_buf_lit(b, "},\n\"frame_table\":[");
   for (size_t r = 0; r < so->ntexts; r++) {
     caml_memprof_buf_add(b, r ? ",\n" : "\n", r ? 2 : 1);

@@ -110,8 +110,9 @@ _validator = None
 
 def read_profile(raw) -> dict:
     """A profile the runtime wrote, checked against the format's JSON Schema,
-    with each stack's frame indices replaced by the frame table's objects
-    (so tests read `st["frames"]` as in format version 1)."""
+    with each stack's missing counts given as zeros and its frame indices
+    replaced by the frame table's objects (so tests read `st["live_samples"]`
+    and `st["frames"]` as in format version 1)."""
     global _validator
     import jsonschema
     if _validator is None:
@@ -119,9 +120,12 @@ def read_profile(raw) -> dict:
         _validator = jsonschema.validators.validator_for(schema)(schema)
     doc = json.loads(raw)
     _validator.validate(doc)
+    assert doc["version"] == 3
     table = doc.pop("frame_table")
     for st in doc["stacks"]:
         st["frames"] = [table[i] for i in st["frames"]]
+        for k in doc["totals"]:
+            st.setdefault(k, 0)
     return doc
 
 

@@ -83,7 +83,7 @@ def test_frames_have_locations(build, tmp_path):
 
 
 def test_frame_table_holds_each_frame_once(build, tmp_path):
-    """Format 2: every distinct frame object once, in the byte order of its
+    """Formats 2 and 3: every distinct frame object once, in the byte order of its
     JSON text, each used by some stack; stacks are index lists into it."""
     _, raw, _ = profile(build("tracker_sites"), rate=1e-2, tmp=tmp_path)
     lines = raw.decode().split("\n")
@@ -93,10 +93,29 @@ def test_frame_table_holds_each_frame_once(build, tmp_path):
     assert len(texts) > 3 and texts == sorted(texts, key=str.encode)
     assert len(set(texts)) == len(texts)
     doc = json.loads(raw)
-    assert doc["version"] == 2 and [json.loads(t) for t in texts] == doc["frame_table"]
+    assert doc["version"] == 3 and [json.loads(t) for t in texts] == doc["frame_table"]
     used = {k for st in doc["stacks"] for k in st["frames"]}
     assert used == set(range(len(texts)))
     assert sum(len(st["frames"]) for st in doc["stacks"]) > len(texts)  # shared, not repeated
+
+
+def test_stack_lines_leave_zero_counts_out(build, tmp_path):
+    """Format 3: a stack's line lists its counts that are not zero, in the
+    order of the totals' keys (which list every count), then its frames;
+    read with the zeros given back, the profile is whole."""
+    prof, raw, _ = profile(build("tracker_sites"), rate=1e-2, tmp=tmp_path)
+    check_valid(prof)
+    doc = json.loads(raw)
+    order = list(doc["totals"])
+    assert len(order) == 11
+    left_out = 0
+    for st in doc["stacks"]:
+        keys = list(st)
+        assert keys[-1] == "frames" and {"blocks", "samples", "words"} <= set(keys)
+        counts = keys[:-1]
+        assert counts == [k for k in order if k in st] and all(st[k] > 0 for k in counts)
+        left_out += len(order) - len(counts)
+    assert left_out > len(doc["stacks"])
 
 
 @pytest.mark.parametrize("backend", ["native", "bytecode"])

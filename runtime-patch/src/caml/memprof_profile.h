@@ -8,7 +8,7 @@
  *    the GC's totals and the program's argv to
  *    caml_memprof_render_profile, which reads the counts, merges stacks
  *    that resolve alike and writes the JSON profile
- *    (runtime-patch/format/profile-format.md, version 2). The document
+ *    (runtime-patch/format/profile-format.md, version 3). The document
  *    depends on nothing else (not on the order of the stacks given, nor
  *    on addresses), so equal runs give equal bytes.
  * 2. Counters: one per kind below, in the order of the format's keys.
