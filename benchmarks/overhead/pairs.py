@@ -4,8 +4,14 @@ Job: the wall-time and CPU-time (user + system) cost of profiling one
 program at one rate, on a machine too noisy for unpaired timings. Each pair
 runs the same binary once with OCAMLMEMPROF=rate=<rate>,seed=1 and once
 without, in alternating order (profiled first on even pairs), and the
-ratio profiled / unprofiled is taken within the pair; the median and the
-range of the ratios are printed with the load average at the end.
+ratio profiled / unprofiled is taken within the pair. Printed, with the
+load average at the end: for wall time and for CPU time (user + system,
+all threads) the median ratio, its distribution-free interval
+(memprof_ci.stats.paired_overhead_interval, the harness's own) and the
+range; and the mean within-pair difference in system time, the kernel's
+share (page faults, the profile's write): the mean, as the kernel counts
+a process's system time in whole clock ticks, which a median would
+round.
 
 Invariants: the program's output is discarded and its profile goes to a
 private temporary directory removed afterwards; a bad argument or a failed
@@ -22,20 +28,27 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "harness"))
+from memprof_ci.stats import paired_overhead_interval  # noqa: E402
 
-def _run(argv: list[str], env: dict) -> tuple[float, float]:
-    """(wall s, CPU s) of one run of argv."""
+
+def _run(argv: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall s, CPU s, system CPU s) of one run of argv."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
     t1 = time.perf_counter()
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-    return t1 - t0, cpu
+    return t1 - t0, cpu, r1.ru_stime - r0.ru_stime
 
 
-def _summary(xs: list[float]) -> str:
-    return f"median {statistics.median(xs):.3f} range {min(xs):.3f}-{max(xs):.3f}"
+def _summary(on: list[float], off: list[float]) -> str:
+    est, lo, hi, coverage = paired_overhead_interval(on, off)
+    ratios = [a / b for a, b in zip(on, off)]
+    return (f"median {1 + est:.3f} ({coverage:.1%} interval {1 + lo:.3f}-{1 + hi:.3f}) "
+            f"range {min(ratios):.3f}-{max(ratios):.3f}")
 
 
 def main(args: list[str]) -> int:
@@ -53,22 +66,27 @@ def main(args: list[str]) -> int:
         return 2
     argv = [exe] + prog_args.split()
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
-    wall, cpu = [], []
+    runs: dict = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
-        # A new file per run (%p): replacing the last run's profile would add
-        # its removal to the profiled time.
+        # A new file per run (%p), removed after its pair: replacing the last
+        # run's profile would add its removal to the profiled time, and
+        # keeping them all would leave their writeback to later runs.
         prof = dict(base, OCAMLMEMPROF=f"rate={rate_s},seed=1,out={tmp}/p.%p.json")
         try:
             for i in range(pairs):
                 order = (True, False) if i % 2 == 0 else (False, True)
-                res = {p: _run(argv, prof if p else base) for p in order}
-                wall.append(res[True][0] / res[False][0])
-                cpu.append(res[True][1] / res[False][1])
+                for p in order:
+                    runs[p].append(_run(argv, prof if p else base))
+                for f in os.listdir(tmp):
+                    os.unlink(os.path.join(tmp, f))
         except (OSError, subprocess.CalledProcessError) as e:
             print(f"pairs.py: running {exe}: {e}", file=sys.stderr)
             return 2
+    on, off = (list(zip(*runs[p])) for p in (True, False))
+    sys_ms = statistics.fmean(a - b for a, b in zip(on[2], off[2])) * 1e3
     print(f"{os.path.basename(exe)} {prog_args} rate={rate_s} pairs={pairs}: "
-          f"wall {_summary(wall)}; cpu {_summary(cpu)}; load {os.getloadavg()[0]:.2f}")
+          f"wall {_summary(on[0], off[0])}; cpu {_summary(on[1], off[1])}; "
+          f"system {sys_ms:+.1f} ms; load {os.getloadavg()[0]:.2f}")
     return 0
 
 

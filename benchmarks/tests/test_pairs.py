@@ -1,0 +1,59 @@
+"""benchmarks/overhead/pairs.py, the paired wall-time measurement of one
+program: what it prints (each figure from the runs it made, the interval
+from the harness's own paired_overhead_interval), that it removes each
+run's profile, and one line with exit 2 for a bad argument or a failed run."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAIRS = ROOT / "benchmarks/overhead/pairs.py"
+
+
+def pairs(*args):
+    return subprocess.run([sys.executable, str(PAIRS), *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_prints_ratios_interval_and_system_time(tmp_path):
+    """A shell that sleeps longer when OCAMLMEMPROF is set and writes a file
+    where its out= says: the wall ratio, its interval and range follow the
+    runs, and no profile is left behind (each is removed after its pair)."""
+    seen = tmp_path / "seen"
+    script = tmp_path / "prog.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "if [ -n \"$OCAMLMEMPROF\" ]; then\n"
+        "  out=${OCAMLMEMPROF##*out=}; out=$(echo \"$out\" | sed \"s/%p/$$/\")\n"
+        "  echo x > \"$out\"; dirname \"$out\" >> " + str(seen) + "; ls \"$(dirname \"$out\")\" | wc -l >> " + str(seen) + "\n"
+        "  sleep 0.06\n"
+        "else sleep 0.03; fi\n")
+    script.chmod(0o755)
+    res = pairs(script, "", "1e-4", 5)
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"wall median ([0-9.]+) \(([0-9.]+)% interval ([0-9.]+)-([0-9.]+)\) "
+                  r"range ([0-9.]+)-([0-9.]+); cpu median [0-9.]+ .*; system [-+][0-9.]+ ms; "
+                  r"load [0-9.]+$", res.stdout.strip())
+    assert m, res.stdout
+    med, cov, lo, hi, rmin, rmax = map(float, m.groups())
+    assert 1.1 < med < 4 and rmin <= lo <= med <= hi <= rmax and cov > 90
+    lines = seen.read_text().split()
+    dirs, counts = lines[0::2], lines[1::2]
+    assert len(dirs) == 5 and all(c == "1" for c in counts)   # the previous pair's removed
+    assert not Path(dirs[0]).exists()                          # and the directory itself
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["/bin/true", "", "2", "3"], "RATE must be in"),
+    (["/bin/true", "", "x", "3"], "is not a number"),
+    (["/bin/false", "", "1e-4", "2"], "running /bin/false"),
+    (["/bin/true", ""], "usage"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, msg):
+    res = pairs(*args)
+    assert res.returncode == 2 and res.stdout == ""
+    assert msg in res.stderr and res.stderr.count("\n") == 1
