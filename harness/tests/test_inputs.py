@@ -72,6 +72,21 @@ def test_profile_version3_reads_as_version2(tmp_path):
     assert [st["peak_live_samples"] for st in got] == [1, 0, 0]
 
 
+def _assert_rejected(tmp_path, doc, msg):
+    """Both reading paths name the problem in one line: load_profile's own
+    stack checks, and the grouping pass that validates stacks itself."""
+    for check in (True, False):
+        with pytest.raises(InputError, match=msg) as e:
+            p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
+            if not check:
+                from memprof_ci.sites import aggregate
+                aggregate([p], "function", "b")
+        assert "\n" not in str(e.value)
+
+
+_TWO_STACKS = [([("Main.f", "main.ml", 1)], 5, 1), ([("Main.g", "main.ml", 2)], 2, 0)]
+
+
 @pytest.mark.parametrize("edit,msg", [
     (lambda d: d["stacks"][0].__setitem__("samples", "5"), r"stacks\[0\].samples is missing or not"),
     (lambda d: d["stacks"][1].pop("samples"), "breaks samples = minor"),
@@ -83,16 +98,9 @@ def test_profile_version3_rejects(tmp_path, edit, msg):
     """Leaving zeros out does not hide a malformed stack: a wrong type, a
     count whose absence breaks an identity, or missing frames still name the
     stack; the totals must list every count."""
-    doc = to_version3(make_profile([([("Main.f", "main.ml", 1)], 5, 1),
-                                    ([("Main.g", "main.ml", 2)], 2, 0)]))
+    doc = to_version3(make_profile(_TWO_STACKS))
     edit(doc)
-    for check in (True, False):
-        with pytest.raises(InputError, match=msg) as e:
-            p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
-            if not check:   # the grouping pass validates stacks itself
-                from memprof_ci.sites import aggregate
-                aggregate([p], "function", "b")
-        assert "\n" not in str(e.value)
+    _assert_rejected(tmp_path, doc, msg)
 
 
 @pytest.mark.parametrize("edit,msg", [
@@ -105,16 +113,9 @@ def test_profile_version3_rejects(tmp_path, edit, msg):
     (lambda d: d["stacks"][0].__setitem__("frames", [{"function": "f"}]), "not an index"),
 ])
 def test_profile_version2_rejects(tmp_path, edit, msg):
-    doc = to_version2(make_profile([([("Main.f", "main.ml", 1)], 5, 1),
-                                    ([("Main.g", "main.ml", 2)], 2, 0)]))
+    doc = to_version2(make_profile(_TWO_STACKS))
     edit(doc)
-    for check in (True, False):
-        with pytest.raises(InputError, match=msg) as e:
-            p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
-            if not check:   # the grouping pass validates stacks itself
-                from memprof_ci.sites import aggregate
-                aggregate([p], "function", "b")
-        assert "\n" not in str(e.value)
+    _assert_rejected(tmp_path, doc, msg)
 
 
 def _manifest(tmp_path, text):
