@@ -26,9 +26,10 @@
  *    object once, one per line, in rank order, so a frame's index is
  *    its rank), then one line per stack with its counts that are not
  *    zero (most of a stack's are: the line is about half as long) and
- *    its frames as indices into the table. The counts of a stack, and then its indices, are each
- *    assembled in a local line and added at once (there is one stack
- *    per sample at worst, so per-piece additions would dominate).
+ *    its frames as indices into the table. The counts of a stack, and
+ *    then its indices, are each assembled in a local line and added at
+ *    once (there is one stack per sample at worst, so per-piece
+ *    additions would dominate).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -283,28 +284,13 @@ void caml_memprof_sorted_free(struct caml_memprof_sorted *so)
 
 struct caml_memprof_sorting {
   struct caml_memprof_ids ids;        /* every stack's frame ids */
-  size_t *at;                         /* where each stack's ids start (the
-                                         arena may move while it grows) */
-  const atomic_uintnat **count;       /* each stack's counters */
+  struct resolved *rs;                /* each stack given: its counters and
+                                         its number of ids; `ranks` is set
+                                         at the end (the arena may move
+                                         while it grows) */
   size_t n, cap;
   bool failed;                        /* out of memory */
 };
-
-/* Room for `n` more stacks; false (and `failed`) if out of memory. */
-static bool sorting_room(struct caml_memprof_sorting *s, size_t n)
-{
-  if (s->cap - s->n >= n) return true;
-  size_t cap = s->cap ? s->cap : 1024;
-  while (cap - s->n < n) cap *= 2;
-  size_t *at = realloc(s->at, cap * sizeof *at);
-  if (at != NULL) s->at = at;
-  const atomic_uintnat **count =
-    at != NULL ? realloc(s->count, cap * sizeof *count) : NULL;
-  if (count == NULL) { s->failed = true; return false; }
-  s->count = count;
-  s->cap = cap;
-  return true;
-}
 
 struct caml_memprof_sorting *
 caml_memprof_sorting_start(size_t nstacks, size_t nslots)
@@ -314,9 +300,9 @@ caml_memprof_sorting_start(size_t nstacks, size_t nslots)
   /* Each slot gives at least one frame: room for as many at first. */
   s->ids.cap = nslots ? nslots : 1;
   s->ids.v = malloc(s->ids.cap * sizeof *s->ids.v);
-  if (s->ids.v == NULL || !sorting_room(s, nstacks ? nstacks : 1)) {
-    s->failed = true;
-  }
+  s->cap = nstacks ? nstacks : 1;
+  s->rs = malloc(s->cap * sizeof *s->rs);
+  s->failed = s->ids.v == NULL || s->rs == NULL;
   return s;
 }
 
@@ -324,53 +310,48 @@ bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
                               const backtrace_slot *slots, size_t nslots,
                               const atomic_uintnat *count)
 {
-  if (s->failed || !sorting_room(s, 1)) return false;
-  s->at[s->n] = s->ids.len;
-  s->count[s->n] = count;
+  if (s->failed) return false;
+  if (s->n == s->cap) {
+    struct resolved *rs = realloc(s->rs, 2 * s->cap * sizeof *rs);
+    if (rs == NULL) { s->failed = true; return false; }
+    s->rs = rs;
+    s->cap *= 2;
+  }
+  size_t before = s->ids.len;
   if (!caml_memprof_stack_ids(slots, nslots, &s->ids)) {
     s->failed = true;
     return false;
   }
+  s->rs[s->n].n = s->ids.len - before;
+  s->rs[s->n].count = count;
   s->n++;
   return true;
-}
-
-static void sorting_free(struct caml_memprof_sorting *s)
-{
-  free(s->ids.v);
-  free(s->at);
-  free(s->count);
-  free(s);
 }
 
 struct caml_memprof_sorted *
 caml_memprof_sorting_end(struct caml_memprof_sorting *s)
 {
   if (s == NULL) return NULL;
-  size_t n = s->n;
   struct caml_memprof_sorted *so = s->failed ? NULL : calloc(1, sizeof *so);
-  if (so != NULL) {
-    so->nstacks = n;
-    so->rs = malloc((n ? n : 1) * sizeof *so->rs);
-    if (so->rs != NULL) so->texts = caml_memprof_rank_frames(&so->ntexts);
-  }
+  if (so != NULL) so->texts = caml_memprof_rank_frames(&so->ntexts);
   if (so == NULL || so->texts == NULL) {
     caml_memprof_sorted_free(so);
-    sorting_free(s);
+    free(s->ids.v);
+    free(s->rs);
+    free(s);
     return NULL;
   }
-  uint32_t *arena = s->ids.v;
-  caml_memprof_ids_to_ranks(arena, s->ids.len);
-  for (size_t i = 0; i < n; i++) {
-    size_t end = i + 1 < n ? s->at[i + 1] : s->ids.len;
-    so->rs[i].ranks = arena + s->at[i];
-    so->rs[i].n = end - s->at[i];
-    so->rs[i].count = s->count[i];
+  caml_memprof_ids_to_ranks(s->ids.v, s->ids.len);
+  const uint32_t *at = s->ids.v;
+  for (size_t i = 0; i < s->n; i++) {
+    s->rs[i].ranks = at;
+    at += s->rs[i].n;
   }
-  so->arena = arena;
-  s->ids.v = NULL;
-  sorting_free(s);
-  sort_stacks(so->rs, n, 0);
+  so->nstacks = s->n;
+  so->rs = s->rs;
+  so->arena = s->ids.v;
+  free(s);
+  sort_stacks(so->rs, so->nstacks, 0);
   return so;
 }
 

@@ -359,10 +359,10 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
     site_refs = refs;
     site_refs_capacity = cap;
   }
+  /* Its counters and peak stamp start at zero: chunks are zeroed memory
+   * and no record is ever freed or moved. */
   found = site_room(n);
   if (found == NULL) goto out;
-  for (int c = 0; c < N_COUNTS; c++) atomic_store_relaxed(&found->count[c], 0);
-  found->peak_stamp = 0;
   found->hash = h;
   found->nslots = n;
   memcpy(found->slots, slots, n * sizeof *slots);
