@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from memprof_ci.baseline import write_atomic
+from memprof_ci.atomicio import write_atomic
 from memprof_ci.errors import ConfigError
 from memprof_ci.manifest import load_manifest
 

@@ -31,12 +31,9 @@ GC keys absent), and the checks that need them are skipped.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
-import tempfile
 from collections import Counter
 
 from . import validate as V
@@ -124,49 +121,6 @@ def dumps(doc: dict) -> str:
             text = json.dumps(v, sort_keys=True, indent=2, ensure_ascii=False)
             parts.append(f"  {one(k)}: " + text.replace("\n", "\n  "))
     return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write `text` to `path` so that readers see the old or the new file,
-    never a part.  The temporary file is created exclusively (mkstemp) in the
-    same directory and renamed over `path`; a symlink at `path` is replaced,
-    never followed.  The file gets the usual 0666 & ~umask mode."""
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    suffix = os.path.splitext(path)[1] or ".tmp"
-    fd, tmp = tempfile.mkstemp(prefix=".tmp.", suffix=suffix, dir=d)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
-def locked(directory: str):
-    """Exclusive lock so concurrent update-baselines runs cannot interleave.
-
-    The lock is taken on the directory itself, so no lock file is left
-    behind to be committed with the baselines."""
-    os.makedirs(directory, exist_ok=True)
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 def is_baseline_doc(doc) -> bool:

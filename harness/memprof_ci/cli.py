@@ -1,13 +1,16 @@
-"""Command-line interface: check, update-baselines, compare, merge, list.
+"""Command-line interface: check, update-baselines, profile, compare, merge,
+plan, init, list.
 
-`check` and `update-baselines` wrap pytest.main with the memprof-ci plugin;
-`compare` and `merge` run nothing.  Invariants: the process exit code is 0
-(no regression), 1 (regression) or 2 (usage, configuration or infrastructure
-error), derived from report.verdict() and never from pytest's own code
-alone; every MemprofError is printed as one line, without a traceback, and
-any other exception is an internal error: one line and exit 2 (the
-traceback only with -v), never 1.  This module only parses arguments and
-dispatches: decisions live in compare/merge, reading in the loaders.
+`check`, `update-baselines` and `profile` wrap pytest.main with the
+memprof-ci plugin, one function per mode; `compare` and `merge` run nothing.
+Invariants: the process exit code is 0 (no regression), 1 (regression) or 2
+(usage, configuration or infrastructure error), read from report["verdict"]
+as verdict.decide left it (given pytest's own exit code), never from
+pytest's code alone; every MemprofError is printed as one line, without a
+traceback, and any other exception is an internal error: one line and exit
+2 (the traceback only with -v), never 1.  This module only parses arguments
+and dispatches: decisions live in verdict.py, reading in the loaders,
+rendering in report.py and report_html.py.
 """
 
 from __future__ import annotations
@@ -20,17 +23,31 @@ import sys
 import tempfile
 import traceback
 
-from . import __version__
+import pytest
+
+from . import __version__, atomicio, runstore
+from . import baseline as bl
+from .context import Context
 from .errors import ConfigError, InfraError, MemprofError
-from .manifest import SETTINGS
+from .manifest import SETTINGS, judged_with, load_manifest, parse_shard, shard_names
+from .mdsafe import printable
+from .merge import merge
+from .plan import plan_benchmark, render as render_plan
+from .plugin import MemprofPlugin, finish_report
+from .report import render_markdown, render_terminal
+from .report_doc import new_report, to_json
+from .report_html import render_html
+from .scaffold import files, init
+from .sides import load_pairs
+from .stackgraph import stacks_entry
 from .validate import is_finite
+from .verdict import compare_report, decide
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
 def _err(msg: str) -> None:
     """One line on stderr; control characters from inputs are escaped."""
-    from .mdsafe import printable
     print(f"memprof-ci: error: {printable(str(msg))}", file=sys.stderr)
 
 
@@ -194,7 +211,6 @@ def main(argv=None) -> int:
     except Exception as e:  # noqa: BLE001 - an internal error must never read as exit 1
         if getattr(args, "verbose", 0):
             traceback.print_exc()
-        from .mdsafe import printable
         msg = printable(" ".join(f"{type(e).__name__}: {e}".split()))
         print(f"memprof-ci: internal error: {msg[:500]} (run with -v for the traceback)",
               file=sys.stderr)
@@ -205,7 +221,6 @@ def main(argv=None) -> int:
 def _selected_benchmarks(manifest, shard_spec, extra=()):
     """The manifest's benchmarks (and `extra` names: trusted baselines the
     manifest lacks) that this shard owns, round-robin over all names."""
-    from .manifest import parse_shard, shard_names
     if not shard_spec:
         return list(manifest.benchmarks), sorted(extra), None
     k, n = parse_shard(shard_spec)
@@ -215,7 +230,6 @@ def _selected_benchmarks(manifest, shard_spec, extra=()):
 
 
 def cmd_list(args) -> int:
-    from .manifest import load_manifest
     man = load_manifest(args.manifest)
     benches, _, _ = _selected_benchmarks(man, args.shard)
     for b in sorted(benches, key=lambda b: b.name):
@@ -224,7 +238,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_init(args) -> int:
-    from .scaffold import files, init
     written = init(args.root, files(args.repository, args.ref, args.manifest, args.baselines,
                                     args.build_command, args.exe, args.label, args.branch))
     for p in written:
@@ -236,9 +249,6 @@ def cmd_init(args) -> int:
 
 
 def cmd_plan(args) -> int:
-    from . import baseline as bl
-    from .manifest import load_manifest
-    from .plan import plan_benchmark, render
     for name, v in (("--target-mde", args.target_mde), ("--target-share", args.target_share)):
         if not (is_finite(v) and 0 < v < 1):
             raise ConfigError(f"{name} must be in (0, 1), got {v}")
@@ -258,7 +268,7 @@ def cmd_plan(args) -> int:
                  for x in bases.values())
     plans = [plan_benchmark(b, bases[b.name], family, args.target_mde, args.target_share)
              for b in man.benchmarks if b.name in bases]
-    print(render(plans, args.target_mde, args.target_share), end="")
+    print(render_plan(plans, args.target_mde, args.target_share), end="")
     return EXIT_OK
 
 
@@ -274,7 +284,6 @@ def _check_output_paths(report_dir, results_json, out=None) -> None:
 def _attach_stacks(rep: dict, sides: dict) -> None:
     """{name: (baseline Aggregate or None, current Aggregate or None)} ->
     each compared benchmark's "stacks" entry (what report.html draws)."""
-    from .report_html import stacks_entry
     for name, (base, cur) in sides.items():
         b = rep["benchmarks"].get(name)
         if b is not None and (base is not None or cur is not None):
@@ -282,34 +291,31 @@ def _attach_stacks(rep: dict, sides: dict) -> None:
 
 
 def _write_reports(rep: dict, report_dir: str | None, results_json: str | None) -> None:
-    from .baseline import write_atomic
-    from .report import render_markdown, to_json
-    from .report_html import render_html
     try:
         if report_dir:
             os.makedirs(report_dir, exist_ok=True)
-            write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
-            write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
-            write_atomic(os.path.join(report_dir, "report.html"), render_html(rep))
+            atomicio.write_atomic(os.path.join(report_dir, "report.md"), render_markdown(rep))
+            atomicio.write_atomic(os.path.join(report_dir, "report.json"), to_json(rep))
+            atomicio.write_atomic(os.path.join(report_dir, "report.html"), render_html(rep))
         if results_json:
-            write_atomic(results_json, to_json(rep))
+            atomicio.write_atomic(results_json, to_json(rep))
     except OSError as e:
         raise InfraError(f"cannot write the report: {e.filename or ''}: "
                          f"{e.strerror or e}") from None
 
 
 def cmd_run(args) -> int:
+    """check, update-baselines and profile: one function per mode."""
+    mode = {"check": _run_check, "update-baselines": _run_update, "profile": _run_profile}
     try:
-        return _cmd_run(args)
+        return mode[args.cmd](args)
     except MemprofError as e:
         # Leave a report behind even when nothing ran, so that CI steps that
         # merge or publish reports see an error verdict rather than nothing.
         if args.cmd == "check" and (args.report_dir or args.results_json):
-            from .report import new_report
-            from .verdict import verdict
             rep = new_report("check")
             rep["errors"] = [str(e)]
-            rep["verdict"] = verdict(rep)
+            decide(rep)
             with contextlib.suppress(OSError, MemprofError):
                 _write_reports(rep, args.report_dir, args.results_json)
         raise
@@ -323,18 +329,15 @@ def _trusted_names(baselines_dir: str) -> list:
                   if n.endswith(".json") and not n.startswith("."))
 
 
-def _plan(args, update: bool, profile: bool):
+def _plan(args, mode: str):
     """Manifest, selection and everything the run needs from the command
     line and the files it names; raises ConfigError/InputError early."""
-    from . import baseline as bl
-    from . import runstore
-    from .manifest import judged_with, load_manifest
     man = load_manifest(args.manifest)
     changes = []
     if args.base_manifest:
         man, changes = judged_with(man, load_manifest(args.base_manifest))
-    check = not update and not profile
-    baselines = None if profile else args.baselines
+    check = mode == "check"
+    baselines = None if mode == "profile" else args.baselines
     proposed = args.proposed_baselines if check else None
     if proposed and not os.path.isdir(proposed):
         raise ConfigError(f"--proposed-baselines {proposed}: not a directory")
@@ -345,7 +348,7 @@ def _plan(args, update: bool, profile: bool):
         raise ConfigError(f"--baselines {baselines}: not a directory")
     _check_output_paths(args.report_dir if check else None,
                         args.results_json if check else None,
-                        args.out if profile else None)
+                        args.out if mode == "profile" else None)
     missing = {}
     if check:
         in_manifest = set(man.names())
@@ -377,135 +380,128 @@ def _patch_notes(report: dict, running: list) -> list:
             for rec, names in sorted(by_patch.items())]
 
 
-def _cmd_run(args) -> int:
-    import pytest
-
-    from . import baseline as bl
-    from . import runstore
-    from .plugin import Context, MemprofPlugin, finish_report
-    from .report import render_terminal
-    from .verdict import verdict
-
-    update = args.cmd == "update-baselines"
-    profile = args.cmd == "profile"
-    man, benches, missing, shard, changes, run_entries, patch_ids = _plan(args, update, profile)
-    check = not update and not profile
-    report_dir = args.report_dir if check else None
-    results_json = args.results_json if check else None
-    baselines_dir = os.path.abspath(args.baselines) if not profile else None
+@contextlib.contextmanager
+def _session(args, mode: str):
+    """The planned run's Context in a scratch directory removed afterwards;
+    yields (ctx, the patch ids of a --from-run run)."""
+    man, benches, missing, shard, changes, run_entries, patch_ids = _plan(args, mode)
+    check = mode == "check"
     proposed = args.proposed_baselines if check else None
-    if profile:
+    profiles_dir = (runstore.profiles_dir(os.path.abspath(args.out)) if mode == "profile" else
+                    os.path.abspath(args.profiles_dir) if args.profiles_dir else None)
+    if mode == "profile":
         os.makedirs(args.out, exist_ok=True)
-
     work = tempfile.mkdtemp(prefix="memprof-ci.")
     try:
-        profiles_dir = (runstore.profiles_dir(os.path.abspath(args.out)) if profile else
-                        os.path.abspath(args.profiles_dir) if args.profiles_dir else None)
-        ctx = Context(man, benches, baselines_dir, work,
-                      mode="update" if update else "profile" if profile else "check",
-                      proposed_dir=os.path.abspath(proposed) if proposed else None,
+        ctx = Context(man, benches,
+                      None if mode == "profile" else os.path.abspath(args.baselines), work,
+                      mode=mode, proposed_dir=os.path.abspath(proposed) if proposed else None,
                       no_overhead=args.no_overhead, strict=getattr(args, "strict", False),
                       shard=shard, profiles_dir=profiles_dir, missing=missing,
-                      run_entries=run_entries,
-                      accept=check and args.accept_changes,
+                      run_entries=run_entries, accept=check and args.accept_changes,
                       overhead_family=len(man.benchmarks))
-        rep = ctx.report
         if changes:
-            rep["settings_changes"] = changes
-        if check:
-            rep["notes"].extend(args.note)
-        if not benches and not missing:
-            # An empty shard (N larger than the number of benchmarks) is legal.
-            rep = finish_report(ctx)
-            _write_reports(rep, report_dir, results_json)
-            if profile:
-                runstore.write(os.path.abspath(args.out), os.environ.get("MEMPROF_CI_PATCH_ID")
-                               or None, {})
-            print(f"memprof-ci: shard {args.shard} has no benchmarks")
-            return EXIT_OK
-        ini = os.path.join(work, "pytest.ini")
-        with open(ini, "w") as fh:
-            fh.write("[pytest]\n")
-        pargs = [man.path, "-c", ini, "--rootdir", man.directory, "-p", "no:cacheprovider",
-                 "--noconftest", "--no-header", "-rfEsx", "-o", "console_output_style=classic"]
-        if args.keyword:
-            pargs += ["-k", args.keyword]
-        if args.markexpr:
-            pargs += ["-m", args.markexpr]
-        if args.exitfirst:
-            pargs.append("-x")
-        pargs += ["-v"] * args.verbose + ["-q"] * args.quiet
-        if report_dir:
-            os.makedirs(report_dir, exist_ok=True)
-            pargs.append(f"--junitxml={os.path.join(os.path.abspath(report_dir), 'junit.xml')}")
-        pargs += list(args.pytest_args)
-        # Third-party pytest plugins have no business in a benchmark session;
-        # benchmarks started meanwhile get ctx-built environments without it.
-        had = "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in os.environ
-        os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-        lock = bl.locked(ctx.baselines_dir) if update else contextlib.nullcontext()
-        sys.stdout.flush()
-        try:
-            with lock:
-                ret = pytest.main(pargs, plugins=[MemprofPlugin(ctx)])
-        finally:
-            if not had:
-                os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        ret = int(ret)
-        if ret == 5:
-            raise ConfigError("no checks selected; check -k/-m/--shard against "
-                              f"`memprof-ci list --manifest {args.manifest}`")
-        rep = finish_report(ctx)
-        running = patch_ids if run_entries is not None else \
-            [os.environ.get("MEMPROF_CI_PATCH_ID")]
-        notes = _patch_notes(rep, running)
-        if notes:
-            rep["patch_notes"] = notes
-        if ret in (2, 3, 4):
-            rep.setdefault("errors", []).append(f"pytest stopped with exit code {ret} "
-                                                f"(interrupted, internal or usage error)")
-        elif ret == 1 and rep["verdict"]["exit_code"] == 0:
-            rep.setdefault("errors", []).append("pytest reported failures that memprof-ci did "
-                                                "not record (collection error?)")
-        rep["verdict"] = verdict(rep)
-        if check:
-            # Cached results only: nothing is run again for the picture.
-            _attach_stacks(rep, {n: (ctx._bases.get(n, (None, None))[0],
-                                     ctx._aggs.get(n, (None, None))[0])
-                                 for n in rep["benchmarks"]})
-        _write_reports(rep, report_dir, results_json)
-        print()
-        if update:
-            for name, b in sorted(rep["benchmarks"].items()):
-                if b.get("baseline_written"):
-                    print(f"memprof-ci: wrote {b['baseline_written']}")
-            for name, b in sorted(rep["benchmarks"].items()):
-                if b.get("over_budget") and not args.strict:
-                    print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)
-        elif profile:
-            path = runstore.write(os.path.abspath(args.out),
-                                  os.environ.get("MEMPROF_CI_PATCH_ID") or None,
-                                  ctx.results_for_run_dir())
-            print(f"memprof-ci: wrote {path}")
-        else:
-            print(render_terminal(rep, verbose=args.verbose > 0), end="")
-        for e in rep["verdict"]["errors"]:
-            _err(e)
-        return rep["verdict"]["exit_code"]
+            ctx.report["settings_changes"] = changes
+        yield ctx, patch_ids
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _run_items(ctx, args, report_dir: str | None = None) -> int | None:
+    """pytest over the session's items; its exit code, or None for an empty
+    shard (N larger than the number of benchmarks is legal)."""
+    if not ctx.benches and not ctx.missing:
+        print(f"memprof-ci: shard {args.shard} has no benchmarks")
+        return None
+    man = ctx.manifest
+    ini = os.path.join(ctx.work_dir, "pytest.ini")
+    with open(ini, "w") as fh:
+        fh.write("[pytest]\n")
+    pargs = [man.path, "-c", ini, "--rootdir", man.directory, "-p", "no:cacheprovider",
+             "--noconftest", "--no-header", "-rfEsx", "-o", "console_output_style=classic"]
+    if args.keyword:
+        pargs += ["-k", args.keyword]
+    if args.markexpr:
+        pargs += ["-m", args.markexpr]
+    if args.exitfirst:
+        pargs.append("-x")
+    pargs += ["-v"] * args.verbose + ["-q"] * args.quiet
+    if report_dir:
+        os.makedirs(report_dir, exist_ok=True)
+        pargs.append(f"--junitxml={os.path.join(os.path.abspath(report_dir), 'junit.xml')}")
+    pargs += list(args.pytest_args)
+    # Third-party pytest plugins have no business in a benchmark session;
+    # benchmarks started meanwhile get ctx-built environments without it.
+    had = "PYTEST_DISABLE_PLUGIN_AUTOLOAD" in os.environ
+    os.environ.setdefault("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    lock = atomicio.locked(ctx.baselines_dir) if ctx.mode == "update" else contextlib.nullcontext()
+    sys.stdout.flush()
+    try:
+        with lock:
+            ret = int(pytest.main(pargs, plugins=[MemprofPlugin(ctx)]))
+    finally:
+        if not had:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    if ret == 5:
+        raise ConfigError("no checks selected; check -k/-m/--shard against "
+                          f"`memprof-ci list --manifest {args.manifest}`")
+    print()
+    return ret
+
+
+def _finish(rep: dict) -> int:
+    for e in rep["verdict"]["errors"]:
+        _err(e)
+    return rep["verdict"]["exit_code"]
+
+
+def _run_check(args) -> int:
+    with _session(args, "check") as (ctx, patch_ids):
+        ctx.report["notes"].extend(args.note)
+        ret = _run_items(ctx, args, args.report_dir)
+        rep = finish_report(ctx, ret)
+        running = patch_ids if ctx.run_entries is not None else \
+            [os.environ.get("MEMPROF_CI_PATCH_ID")]
+        notes = _patch_notes(rep, running)
+        if notes:
+            rep["patch_notes"] = notes
+        # Cached results only: nothing is run again for the picture.
+        _attach_stacks(rep, ctx.sides())
+        _write_reports(rep, args.report_dir, args.results_json)
+        if ret is not None:
+            print(render_terminal(rep, verbose=args.verbose > 0), end="")
+        return _finish(rep)
+
+
+def _run_update(args) -> int:
+    with _session(args, "update") as (ctx, _):
+        rep = finish_report(ctx, _run_items(ctx, args))
+        for name, b in sorted(rep["benchmarks"].items()):
+            if b.get("baseline_written"):
+                print(f"memprof-ci: wrote {b['baseline_written']}")
+        for name, b in sorted(rep["benchmarks"].items()):
+            if b.get("over_budget") and not args.strict:
+                print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)
+        return _finish(rep)
+
+
+def _run_profile(args) -> int:
+    with _session(args, "profile") as (ctx, _):
+        rep = finish_report(ctx, _run_items(ctx, args))
+        path = runstore.write(os.path.abspath(args.out),
+                              os.environ.get("MEMPROF_CI_PATCH_ID") or None,
+                              ctx.results_for_run_dir())
+        print(f"memprof-ci: wrote {path}")
+        return _finish(rep)
+
+
 def _render(rep: dict, fmt: str, verbose: bool = False) -> str:
-    from .report import render_markdown, render_terminal, to_json
     if fmt == "terminal":
         return render_terminal(rep, verbose=verbose)
     return {"markdown": render_markdown, "json": to_json}[fmt](rep)
 
 
 def cmd_compare(args) -> int:
-    from .sides import load_pairs
-    from .verdict import compare_report
 
     for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
         if not (is_finite(v) and lo < v < hi):
@@ -527,8 +523,6 @@ def cmd_compare(args) -> int:
 
 
 def cmd_merge(args) -> int:
-    from .merge import merge
-    from .report import render_terminal
 
     _check_output_paths(args.out_dir, None)
     rep = merge(args.shards)

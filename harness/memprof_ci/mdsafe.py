@@ -76,6 +76,12 @@ def _clip(s, limit: int) -> str:
     return s if len(s) <= limit else s[:limit] + "…"
 
 
+def shown(s, limit: int = NAME_LIMIT) -> str:
+    """`s` (None: empty) clipped to `limit` characters, non-printables
+    shown escaped: how an untrusted name reads in any rendering."""
+    return printable(_clip("" if s is None else s, limit))
+
+
 def defuse(s: str) -> str:
     """Insert U+200D where GitHub would link, mention or start a tag."""
     return _DEFUSE_RE.sub(lambda m: m.group(0) + ZWJ, s)

@@ -1,7 +1,7 @@
 """Merging shard reports into one report and verdict (`memprof-ci merge`).
 
 Each shard of a sharded `check` writes a report.json; merging re-applies the
-family-wise correction over every shard's raw p-values (verdict.finalize)
+family-wise correction over every shard's raw p-values (verdict.decide)
 and derives one verdict.  Shard reports travel as CI artifacts, so they are
 untrusted input.
 
@@ -22,8 +22,8 @@ import jsonschema
 
 from .errors import InputError
 from .profile import load_json
-from .report import REPORT_FORMAT, REPORT_VERSION, new_report
-from .verdict import finalize, verdict
+from .report_doc import REPORT_FORMAT, REPORT_VERSION, new_report
+from .verdict import decide
 
 _NUM = {"type": "number"}
 _NUM_OR_NULL = {"type": ["number", "null"]}
@@ -188,6 +188,5 @@ def merge(paths: list) -> dict:
                                  f"{', '.join(f'{k}/{count}' for k in missing)}")
     if any_prop:
         rep["proposed_baselines"] = prop
-    finalize(rep)
-    rep["verdict"] = verdict(rep)
+    decide(rep)
     return rep

@@ -53,12 +53,13 @@ def threshold_for(bench, baseline_overhead: dict | None) -> tuple[float, str]:
     return bench.overhead_budget, "budget"
 
 
-def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperfine",
+def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "hyperfine",
             threshold: float | None = None) -> dict:
     """Time `bench.overhead_runs` paired rounds; if they put profiling over
     `threshold` (default: the budget), time more rounds, up to the number at
-    which a verdict of "over" can be significant at bench.alpha /
-    family_size, and judge on all of them (STATISTICS.md, "Profiling
+    which a verdict of "over" can be significant at `level` (default
+    bench.alpha; verdict.overhead_level shares alpha over a run's overhead
+    checks), and judge on all of them (STATISTICS.md, "Profiling
     overhead").  The per-round times are kept so a judge can re-test them
     against its own threshold."""
     if threshold is None:
@@ -68,7 +69,8 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
         raise InfraError("hyperfine not found on PATH; install it (>= 1.13) or pass "
                          "--no-overhead")
     os.makedirs(work_dir, exist_ok=True)
-    level = bench.alpha / max(1, family_size)
+    if level is None:
+        level = bench.alpha
     with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
         prof = os.path.join(tmp, f"{bench.name}.overhead.json")
         js = os.path.join(tmp, "hyperfine.json")
@@ -109,7 +111,7 @@ def measure(bench, work_dir: str, family_size: int = 1, hyperfine: str = "hyperf
             "method": f"CPU time (user + system); median of {len(t_on)} paired back-to-back "
                       f"ratios, "
                       f"sign-test interval ({coverage:.1%} coverage); over budget "
-                      f"only if the sign test's p <= alpha / {max(1, family_size)}"}
+                      f"only if the sign test's p <= {level:.2g}"}
 
 
 def _hyperfine(bench, cmd: list, js: str) -> dict:

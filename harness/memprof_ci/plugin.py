@@ -3,12 +3,14 @@
 The CLI passes the manifest path to pytest.main together with this plugin,
 which turns it into items such as `benchmarks.toml::parser::alloc_sites`, so
 -k, -m, -x and --junitxml behave as usual.  Invariants: each benchmark runs
-once per seed per session whatever the number of items (Context caches runs
-and errors); every decision is verdict.py's (the items call it with the
-rows of every selected benchmark, so Holm covers them all, and finish_report
-runs verdict.finalize); infrastructure problems are raised in item setup (pytest
-ERROR, exit 2) and regressions in the test body as RegressionFailure (pytest
-FAILED, exit 1); outcomes are recorded by exception type for the CLI.
+once per seed per session whatever the number of items (context.py caches
+runs and errors); every decision is verdict.py's: the site items read
+verdict.site_outcome of rows decided over every selected benchmark at once,
+the accept label's expected failures mirror verdict.accepted, and
+finish_report ends with verdict.decide; infrastructure problems are raised
+in item setup (pytest ERROR, exit 2) and regressions in the test body as
+RegressionFailure (pytest FAILED, exit 1); outcomes are recorded by
+exception type for the CLI.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import os
 
 import pytest
 
+from . import atomicio
 from . import baseline as bl
-from . import overhead, runner
+from . import overhead
 from . import verdict as V
-from .verdict import ACCEPTABLE, check_outcome, diff_baselines, finalize, site_rows
+from .context import Context
 from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
                      RegressionFailure)
-from .report import fmt_bytes, fmt_pct, new_report
 
 CTX_KEY = pytest.StashKey["Context"]()
 MARKERS = {
@@ -36,266 +38,6 @@ MARKERS = {
     "proposed_baseline": "proposed baselines agree with the measured code",
     "update_baseline": "rewrite a benchmark's baseline",
 }
-
-
-class Context:
-    """Per-session state: settings, cached runs/baselines, and the report."""
-
-    def __init__(self, manifest, benches, baselines_dir, work_dir, mode="check",
-                 proposed_dir=None, no_overhead=False, strict=False, shard=None,
-                 profiles_dir=None, missing=None, run_entries=None, accept=False,
-                 overhead_family=None):
-        self.manifest = manifest
-        self.benches = {b.name: b for b in benches}
-        # Benchmarks with a trusted baseline that the manifest no longer has:
-        # {name: "missing" | "removed"} (removed: the change deletes the file).
-        self.missing = dict(missing or {})
-        # check --from-run: {name: runstore.RunEntry}; nothing is executed.
-        self.run_entries = run_entries
-        self.overhead_family = overhead_family
-        self.baselines_dir = baselines_dir
-        self.proposed_dir = proposed_dir
-        self.work_dir = work_dir
-        self.profiles_dir = profiles_dir or os.path.join(work_dir, "profiles")
-        self.mode = mode
-        self.no_overhead = no_overhead
-        self.strict = strict
-        self.report = new_report(mode)
-        if accept:
-            self.report["accept_changes"] = True
-        if shard:
-            self.report["shard"] = {"index": shard[0], "count": shard[1]}
-        self.report["manifest"] = manifest.path
-        self.items: list = []
-        self._aggs: dict = {}
-        self._bases: dict = {}
-        self._props: dict = {}
-        self._family_done = False
-        self._proposed_done = False
-        self._diff = None
-
-    # -- state
-    def result(self, name: str) -> dict:
-        b = self.report["benchmarks"].get(name)
-        if b is None:
-            bench = self.benches.get(name)
-            b = self.report["benchmarks"][name] = {
-                "name": name, "settings": bench.settings() if bench else None,
-                "checks": {}, "notes": [],
-                "alloc": None, "live": None, "peak": None, "gc": None, "overhead": None}
-        return b
-
-    def record(self, name, check, outcome, message=""):
-        self.result(name)["checks"][check] = {"outcome": outcome, "message": message}
-
-    @staticmethod
-    def _cached(cache, key, fn):
-        if key not in cache:
-            try:
-                cache[key] = (fn(), None)
-            except MemprofError as e:
-                cache[key] = (None, e)
-        val, err = cache[key]
-        if err is not None:
-            raise err
-        return val
-
-    def profiles(self, name):
-        bench = self.benches[name]
-
-        def run():
-            if self.run_entries is None:
-                agg = runner.collect(bench, self.profiles_dir)
-            else:
-                agg = runner.collect_from(bench, self.run_entries.get(name))
-            r = self.result(name)
-            r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
-                            "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
-                            "backend": agg.backend, "total_samples": agg.total_samples,
-                            "total_live_samples": agg.total_live,
-                            "total_peak_samples": agg.total_peak, "gc": agg.gc,
-                            "profiles": agg.sources}
-            if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):
-                r["notes"].append("GC totals differ between seeds; gc_totals compares "
-                                  "their mean")
-            return agg
-        return self._cached(self._aggs, name, run)
-
-    def _load(self, directory, name, cache):
-        bench = self.benches[name]
-
-        def load():
-            path = bl.baseline_path(directory, name)
-            if not os.path.lexists(path):
-                return None
-            b = bl.load_baseline(path, name)
-            if directory == self.proposed_dir:
-                # A proposed baseline made with settings this run does not
-                # judge with cannot be verified here (the settings come from
-                # the base branch); the diff still lists it.
-                b.meta["incompatible"] = bl.incompatibility(b, bench, path)
-            else:
-                bl.check_compatible(b, bench, path)
-            return b
-        return self._cached(cache, name, load)
-
-    def baseline(self, name):
-        b = self._load(self.baselines_dir, name, self._bases)
-        r = self.result(name)
-        if b is not None and "baseline" not in r:
-            r["baseline"] = {"path": b.meta["path"], "git_commit": b.meta.get("git_commit"),
-                             "patch_id": b.meta.get("patch_id"),
-                             "ocaml_version": b.ocaml_version,
-                             "total_samples": b.total_samples}
-        return b
-
-    def proposed(self, name):
-        return self._load(self.proposed_dir, name, self._props)
-
-    def run_entry(self, name):
-        return (self.run_entries or {}).get(name)
-
-    # -- families
-    def selected(self, checks) -> list:
-        return sorted({it.bench for it in self.items if it.check in checks})
-
-    def results_for_run_dir(self) -> dict:
-        """profile mode: what runstore.write records per benchmark."""
-        out = {}
-        for name in sorted(self.benches):
-            val, _ = self._aggs.get(name, (None, None))
-            r = self.report["benchmarks"].get(name, {})
-            errs = [c["message"] for c in r.get("checks", {}).values()
-                    if c["outcome"] == "error"]
-            out[name] = {"profiles": list(val.sources) if val is not None else [],
-                         "overhead": r.get("overhead"),
-                         "error": errs[0] if errs else None}
-        return out
-
-    def family(self):
-        if self._family_done:
-            return
-        self._family_done = True
-        rows, peaks = [], []
-        for name in self.selected(("alloc_sites", "live", "peak")):
-            try:
-                base = self.baseline(name)
-                if base is None:
-                    continue
-                cur = self.profiles(name)
-            except MemprofError:
-                continue  # reported by this benchmark's own items
-            r = self.result(name)
-            bench = self.benches[name]
-            mine = {it.check for it in self.items if it.bench == name}
-            if "alloc_sites" in mine:
-                r["alloc"] = site_rows(name, "alloc", cur, base, bench.params())
-                rows.extend(r["alloc"])
-            if "live" in mine:
-                r["live"] = site_rows(name, "live", cur, base, bench.params())
-                rows.extend(r["live"])
-            if "peak" in mine and base.total_peak is not None and cur.total_peak is not None:
-                r["peak"] = site_rows(name, "peak", cur, base, bench.params())
-                r["peak_summary"] = V.peak_summary(cur, base)
-                rows.extend(r["peak"])
-                peaks.append(r)
-            if base.ocaml_version != cur.ocaml_version:
-                r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
-                                  f"{cur.ocaml_version}")
-        V.decide_family(rows)
-        for r in peaks:
-            V.peak_must_rise(r["peak"], r["peak_summary"])
-
-    def baseline_diff(self) -> dict:
-        if self._diff is None:
-            trusted, proposed = {}, {}
-            for name in sorted(set(self.benches) | set(self.missing)):
-                if name not in self.benches:
-                    # Not in the manifest: loaded without a settings check.
-                    for d, out in ((self.baselines_dir, trusted), (self.proposed_dir, proposed)):
-                        p = bl.baseline_path(d, name)
-                        if os.path.lexists(p):
-                            try:
-                                out[name] = bl.load_baseline(p, name)
-                            except MemprofError:
-                                pass
-                    continue
-                for d, cache, out in ((self.baselines_dir, self._bases, trusted),
-                                      (self.proposed_dir, self._props, proposed)):
-                    try:
-                        b = self._load(d, name, cache)
-                    except MemprofError:
-                        continue
-                    if b is not None:
-                        out[name] = b
-            self._diff = diff_baselines(trusted, proposed)
-            self.report["proposed_baselines"] = self._diff
-        return self._diff
-
-    def proposed_status(self, name) -> str:
-        """changed / added / unchanged / removed / missing, or why the proposed
-        baseline cannot be verified (made with other settings)."""
-        # Load first so a malformed proposed baseline is an error, not "removed".
-        prop = self.proposed(name)
-        status = self.baseline_diff()["benchmarks"].get(name, {}).get("status", "missing")
-        if prop is not None and prop.meta.get("incompatible"):
-            status = "made with other settings: " + prop.meta["incompatible"]
-        if status in ("changed", "added"):
-            self.profiles(name)
-            self.proposed_family()
-        return status
-
-    def proposed_mismatches(self, name) -> list:
-        """Where the proposed baseline of a changed benchmark disagrees with
-        the measurement (two-sided, Holm over all proposed rows), as lines."""
-        cur, prop = self.profiles(name), self.proposed(name)
-        bench = self.benches[name]
-        bad = [x for x in self.result(name).get("proposed") or [] if x["status"] == "mismatch"]
-        msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
-                f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
-                f"p(Holm)={x['p_adj']:.2g})" for x in bad]
-        for g in V.gc_rows(prop.gc, cur.gc, bench):
-            if g["status"] != "~":
-                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
-                            f"{g['current']:.0f}")
-        return msgs
-
-    def accepts(self, name) -> bool:
-        """The accept label is on and this benchmark's proposed baseline
-        changed and matches the measurement (verdict.accept_changes decides
-        the same from a finished report)."""
-        if not self.report.get("accept_changes") or not self.proposed_dir:
-            return False
-        try:
-            return (self.proposed_status(name) in ("changed", "added")
-                    and not self.proposed_mismatches(name))
-        except MemprofError:
-            return False
-
-    def proposed_family(self):
-        if self._proposed_done:
-            return
-        self._proposed_done = True
-        rows = []
-        diff = self.baseline_diff()["benchmarks"]
-        for name in self.selected(("proposed_baseline",)):
-            if diff.get(name, {}).get("status") not in ("changed", "added"):
-                continue
-            try:
-                prop = self.proposed(name)
-                cur = self.profiles(name)
-            except MemprofError:
-                continue
-            if prop is None or prop.meta.get("incompatible"):
-                continue
-            params = self.benches[name].params()
-            r = self.result(name)
-            r["proposed"] = (site_rows(name, "alloc", cur, prop, params)
-                             + site_rows(name, "live", cur, prop, params))
-            if prop.total_peak is not None and cur.total_peak is not None:
-                r["proposed"] += site_rows(name, "peak", cur, prop, params)
-            rows.extend(r["proposed"])
-        V.decide_family(rows, two_sided=True)
 
 
 # ------------------------------------------------------------------- items
@@ -317,11 +59,12 @@ class BenchmarkNode(pytest.Collector):
         elif ctx.mode == "profile":
             kinds = [ProfileItem]
         else:
-            kinds = [AllocSitesItem, GcTotalsItem, LiveItem, PeakItem]
+            # The proposed baseline is judged first: the accept label of the
+            # other checks reads its outcome (verdict.accepted).
+            kinds = [ProposedItem] if ctx.proposed_dir else []
+            kinds += [AllocSitesItem, GcTotalsItem, LiveItem, PeakItem]
             if not ctx.no_overhead:
                 kinds.append(OverheadItem)
-            if ctx.proposed_dir:
-                kinds.append(ProposedItem)
         for k in kinds:
             it = k.from_parent(self, name=k.check)
             it.bench = self.name
@@ -347,7 +90,7 @@ class CheckItem(pytest.Item):
     def regression(self, message: str):
         """Fail this check, or, under the accept label with a matching
         proposed baseline, mark it an expected failure ("accepted")."""
-        if self.check in ACCEPTABLE and self.ctx.accepts(self.bench):
+        if self.check in V.ACCEPTABLE and self.ctx.accepts(self.bench):
             pytest.xfail("accepted by label: " + message)
         raise RegressionFailure(message)
 
@@ -376,9 +119,7 @@ class _SitesItem(CheckItem):
 
     def runtest(self):
         self.need_baseline()
-        r = self.ctx.result(self.bench)
-        rows = r[self.key] or []
-        out = check_outcome(rows, self.key, self.bench, r.get("peak_summary"))
+        out = V.site_outcome(self.ctx.report, self.bench, self.key)
         if out["outcome"] == "failed":
             self.regression(out["message"])
 
@@ -434,11 +175,11 @@ class OverheadItem(CheckItem):
         base = self.ctx.baseline(self.bench)
         self.base_overhead = base.meta.get("overhead") if base is not None else None
         self.threshold, self.basis = overhead.threshold_for(self.benchmark, self.base_overhead)
-        family = len(self.ctx.selected(("overhead",)))
+        level = V.overhead_level(self.benchmark.alpha, len(self.ctx.selected(("overhead",))))
         if self.ctx.run_entries is None:
             self.measured = overhead.measure(self.benchmark,
                                              os.path.join(self.ctx.work_dir, "overhead"),
-                                             family_size=family, threshold=self.threshold)
+                                             level=level, threshold=self.threshold)
             return
         e = self.ctx.run_entry(self.bench)
         if e is not None and e.error:
@@ -447,7 +188,7 @@ class OverheadItem(CheckItem):
             self.measured = None
             return
         # The judge's family (every overhead check it judges) sets the level.
-        self.measured = dict(e.overhead, level=self.benchmark.alpha / max(1, family))
+        self.measured = dict(e.overhead, level=level)
 
     def runtest(self):
         if self.measured is None:
@@ -499,7 +240,7 @@ class UpdateItem(CheckItem):
         doc = bl.to_document(self.agg, self.ov, os.environ.get("MEMPROF_CI_PATCH_ID") or None,
                              bl.git_commit())
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
-        bl.write_atomic(path, bl.dumps(doc))
+        atomicio.write_atomic(path, bl.dumps(doc))
         r = self.ctx.result(self.bench)
         r["baseline_written"] = path
         r["overhead"] = self.ov
@@ -543,7 +284,7 @@ class ProfileItem(CheckItem):
             family = self.ctx.overhead_family or len(self.ctx.benches)
             self.ctx.result(self.bench)["overhead"] = overhead.measure(
                 self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
-                family_size=family)
+                level=V.overhead_level(self.benchmark.alpha, family))
 
 
 # ------------------------------------------------------------------ plugin
@@ -598,14 +339,14 @@ class MemprofPlugin:
                                 f"internal error: {type(exc).__name__}: {exc}")
 
 
-def finish_report(ctx: Context) -> dict:
-    """Mark unselected checks, re-apply family decisions, compute the verdict."""
+def finish_report(ctx: Context, runner_exit: int | None = None) -> dict:
+    """Mark unselected checks "not run" and decide the report (verdict.decide,
+    given pytest's own exit code)."""
     rep = ctx.report
     for it in ctx.items:
         ctx.result(it.bench)["checks"].setdefault(it.check, {"outcome": "not run",
                                                               "message": "not run (-x?)"})
     if ctx.proposed_dir and rep.get("proposed_baselines") is None:
         ctx.baseline_diff()
-    finalize(rep)
-    rep["verdict"] = V.verdict(rep)
+    V.decide(rep, runner_exit)
     return rep

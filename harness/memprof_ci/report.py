@@ -1,13 +1,13 @@
-"""Rendering results: terminal table, Markdown (PR comment / job summary), JSON.
+"""Rendering results: the terminal table and Markdown (PR comment, job summary).
 
-All three renderings are produced from one report dictionary (the content of
-report.json), so `merge` can re-render shard results exactly.  Invariants:
-regressions are listed worst first (largest estimated byte increase); a
-change that is not significant prints as "~" (benchstat style); the JSON is
-strict (non-finite floats become null) and carries raw p-values so merged
-shards can be re-adjusted; nothing is decided here (the verdict comes
-from verdict.verdict); every external string (names, messages,
-notes) reaches the Markdown and the terminal only through mdsafe.
+Both are rendered from one decided report dictionary (report_doc.py; the
+content of report.json), so `merge` can re-render shard results exactly.
+Invariants: nothing is decided here: the exit code, errors and accepted
+checks come from report["verdict"] (verdict.decide) and each row's status
+from its own "status"; regressions are listed worst first (fmt.worst_first);
+a change that is not significant prints as "~" (benchstat style); every
+external string (names, messages, notes) reaches the Markdown and the
+terminal only through mdsafe.
 The terminal follows benchstat: the headline and the status table always,
 a benchmark's site table only when one of its sites changed significantly
 (every benchmark's with verbose=True).  A site that verdict.pair_renames
@@ -18,114 +18,13 @@ the same dictionary as HTML.
 
 from __future__ import annotations
 
-import json
-import math
-
 from . import mdsafe
-from .verdict import verdict
+from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, site_name,
+                  worst_first)
+from .report_doc import CHECKS
 
-REPORT_FORMAT = "memprof-ci/report"
-REPORT_VERSION = 1
-CHECKS = ("alloc_sites", "gc_totals", "live", "peak", "overhead", "proposed_baseline")
 STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
-# Outcomes of a check: passed, failed, accepted (failed, but accepted by the
-# label with a matching proposed baseline), error, skipped, not run.
 MD_SITES_PER_BENCH = 25
-
-
-def new_report(kind: str = "check") -> dict:
-    return {"format": REPORT_FORMAT, "version": REPORT_VERSION, "kind": kind,
-            "shard": None, "benchmarks": {}, "proposed_baselines": None, "notes": []}
-
-
-def sanitize(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): sanitize(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [sanitize(v) for v in obj]
-    if hasattr(obj, "item"):  # numpy scalars
-        return sanitize(obj.item())
-    return obj
-
-
-def to_json(report: dict) -> str:
-    # indent=None keeps json's C encoder (20x faster on big reports); one
-    # benchmark per line keeps the file readable anyway.  Producers already
-    # store non-finite numbers as null; sanitize only if something slipped.
-    try:
-        return _to_json(report)
-    except ValueError:
-        return _to_json(sanitize(report))
-
-
-def _to_json(report: dict) -> str:
-    rep = dict(report)
-    benches = rep.pop("benchmarks")
-    head = json.dumps(rep, sort_keys=True, allow_nan=False)[:-1]
-    body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, sort_keys=True, allow_nan=False)}"
-                      for k, v in sorted(benches.items()))
-    return head + (", " if rep else "") + '"benchmarks": {\n' + body + "\n}}\n"
-
-
-# ---------------------------------------------------------------- formatting
-
-def fmt_bytes(x) -> str:
-    if x is None:
-        return "-"
-    x = float(x)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(x) < 1024 or unit == "TiB":
-            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
-        x /= 1024
-    return f"{x:.1f}"
-
-
-def fmt_words(x, signed: bool = False) -> str:
-    """Words with a k/M/G prefix: `4.4 M words`, `+86.2 k words`."""
-    x = float(x)
-    sign = "+" if signed and x >= 0 else ("-" if x < 0 else "")
-    a = abs(x)
-    for unit, div in (("G ", 1e9), ("M ", 1e6), ("k ", 1e3)):
-        if a >= div:
-            return f"{sign}{a / div:.1f} {unit}words"
-    return f"{sign}{a:.0f} words"
-
-
-def fmt_pct(r) -> str:
-    if r is None:
-        return "inf"
-    return f"{(r - 1) * 100:+.1f}%"
-
-
-def fmt_p(p) -> str:
-    if p is None:
-        return "-"
-    if p < 1e-4:
-        return f"{p:.1e}"
-    return f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
-
-
-def fmt_delta(row: dict) -> str:
-    """benchstat-like: the ratio and its interval, or ~ when not significant."""
-    if row["baseline_samples"] == 0:
-        return "new"
-    sig = (row.get("p_adj", 1) < row["alpha"]) or (row.get("p_adj_decrease", 1) < row["alpha"])
-    if not sig:
-        return "~"
-    return f"{fmt_pct(row['ratio'])} [{fmt_pct(row['ci_low'])}, {fmt_pct(row['ci_high'])}]"
-
-
-def fmt_mde(m) -> str:
-    return "-" if m is None or not math.isfinite(m) else f"{m * 100:.1f}%"
-
-
-def fmt_lines(lines) -> str:
-    if not lines:
-        return ""
-    top = sorted(lines.items(), key=lambda kv: -kv[1])[:4]
-    return ", ".join(f"L{k}:{v}" for k, v in top) + (" …" if len(lines) > 4 else "")
 
 
 def all_site_rows(report: dict, status: str | None = None) -> list:
@@ -150,17 +49,6 @@ def changed(b: dict) -> bool:
     """Whether a benchmark has a site whose change is significant."""
     return any(r.get("status") in SIGNIFICANT for key in ("alloc", "live", "peak")
                for r in b.get(key) or [] if not r.get("renamed_to"))
-
-
-def worst_first(rows: list) -> list:
-    return sorted(rows, key=lambda r: (-(r["current_bytes"] - r["baseline_bytes"]),
-                                       r["benchmark"], r["site"]))
-
-
-def _site_name(r) -> str:
-    via = f" (via {r['via']})" if r.get("via") else ""
-    ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
-    return f"{r['site']}{via}{ren}"
 
 
 def _rename_word(r) -> str:
@@ -227,7 +115,9 @@ def _overhead_cell(b: dict, md: bool = False) -> str:
     return s
 
 
-def _headline(report: dict, v: dict) -> str:
+def headline(report: dict) -> str:
+    """The verdict in one line (the terminal's first line, the comment's title)."""
+    v = report["verdict"]
     n_b = len(report["benchmarks"])
     if v["exit_code"] == 2:
         return f"memprof-ci: {len(v['errors'])} error(s); no verdict can be trusted"
@@ -300,8 +190,7 @@ def _table(headers, rows) -> str:
 
 
 def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) -> str:
-    v = verdict(report)
-    out = [_headline(report, v)]
+    out = [headline(report)]
     out.extend(mdsafe.printable(x) for x in preamble(report))
     pb = report.get("proposed_baselines")
     if pb:
@@ -315,7 +204,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append("Regressions (worst first):")
         out.append(_table(["benchmark", "check", "site", "baseline", "current", "delta [95% CI]",
                            "p(adj)"],
-                          [[r["benchmark"], r["check"], _site_name(r), fmt_bytes(r["baseline_bytes"]),
+                          [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
                             fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(r["p_adj"])]
                            for r in regs]))
     rows = []
@@ -352,7 +241,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
                                                     else "top sites by current allocation"))
         out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
                            "lines"],
-                          [[_site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
+                          [[site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
                             fmt_delta(r), fmt_p(r.get("p_adj")), fmt_mde(r.get("mde")),
                             fmt_lines(r.get("lines"))] for r in top]))
     return "\n".join(out) + "\n"
@@ -361,9 +250,25 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
 # ---------------------------------------------------------------- markdown
 
 def render_markdown(report: dict) -> str:
-    v = verdict(report)
+    out = _md_head(report) + _md_verdict_tables(report) + _md_details(report)
+    notes = list(report.get("notes", []))
+    for name, b in sorted(report["benchmarks"].items()):
+        notes.extend(f"{name}: {n}" for n in b.get("notes", []))
+    if notes:
+        out.append("Notes:")
+        out.extend(f"- {mdsafe.text(n, limit=mdsafe.MESSAGE_LIMIT)}" for n in notes)
+        out.append("")
+    out.append("<sub>Sites are tested with an exact conditional binomial test, Holm-adjusted "
+               "over all sites of the run; `~` means no significant change. See "
+               "harness/STATISTICS.md.</sub>")
+    return "\n".join(out) + "\n"
+
+
+def _md_head(report: dict) -> list:
+    """Title, preamble, proposed baselines, shard note and errors."""
+    v = report["verdict"]
     icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
-    out = [f"## {icon} {_headline(report, v)}", ""]
+    out = [f"## {icon} {headline(report)}", ""]
     pre = preamble(report)
     if pre:
         out.extend(mdsafe.code_block(pre))
@@ -386,6 +291,12 @@ def render_markdown(report: dict) -> str:
         out.append("### Errors")
         out.extend(f"- {mdsafe.code(e, limit=mdsafe.MESSAGE_LIMIT, cell=False)}" for e in v["errors"])
         out.append("")
+    return out
+
+
+def _md_verdict_tables(report: dict) -> list:
+    """Regressions, peak memory, GC totals and the status of every benchmark."""
+    out = []
     regs = worst_first(all_site_rows(report, "regression"))
     if regs:
         out.append("### Regressions (worst first)")
@@ -393,7 +304,7 @@ def render_markdown(report: dict) -> str:
         out.append("| benchmark | check | site | baseline | current | delta [95% CI] | p (Holm) |")
         out.append("|---|---|---|--:|--:|--:|--:|")
         for r in regs:
-            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(_site_name(r))} "
+            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(site_name(r))} "
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
@@ -425,6 +336,12 @@ def render_markdown(report: dict) -> str:
             cells = [_check_cell(b, c, True) for c in STATUS_CHECKS]
             out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
         out.append("")
+    return out
+
+
+def _md_details(report: dict) -> list:
+    """Renames, improvements and each benchmark's top sites."""
+    out = []
     ren = renamed_rows(report)
     if ren:
         out.append("### Renamed or moved")
@@ -448,7 +365,7 @@ def render_markdown(report: dict) -> str:
         out.append("| benchmark | check | site | baseline | current | delta [95% CI] |")
         out.append("|---|---|---|--:|--:|--:|")
         for r in imps[:50]:
-            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(_site_name(r))} "
+            out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} | {mdsafe.code(site_name(r))} "
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} |")
         out.append("")
         out.append("</details>")
@@ -463,20 +380,10 @@ def render_markdown(report: dict) -> str:
         out.append("| site | baseline | current | delta [95% CI] | p (Holm) | MDE (80%) | lines (samples) |")
         out.append("|---|--:|--:|--:|--:|--:|---|")
         for r in top:
-            out.append(f"| {mdsafe.code(_site_name(r))} | {fmt_bytes(r['baseline_bytes'])} | "
+            out.append(f"| {mdsafe.code(site_name(r))} | {fmt_bytes(r['baseline_bytes'])} | "
                        f"{fmt_bytes(r['current_bytes'])} | {fmt_delta(r)} | {fmt_p(r.get('p_adj'))} | "
                        f"{fmt_mde(r.get('mde'))} | {mdsafe.text(fmt_lines(r.get('lines')))} |")
         out.append("")
         out.append("</details>")
         out.append("")
-    notes = list(report.get("notes", []))
-    for name, b in sorted(report["benchmarks"].items()):
-        notes.extend(f"{name}: {n}" for n in b.get("notes", []))
-    if notes:
-        out.append("Notes:")
-        out.extend(f"- {mdsafe.text(n, limit=mdsafe.MESSAGE_LIMIT)}" for n in notes)
-        out.append("")
-    out.append("<sub>Sites are tested with an exact conditional binomial test, Holm-adjusted "
-               "over all sites of the run; `~` means no significant change. See "
-               "harness/STATISTICS.md.</sub>")
-    return "\n".join(out) + "\n"
+    return out

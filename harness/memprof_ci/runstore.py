@@ -30,8 +30,11 @@ import re
 from dataclasses import dataclass, field
 
 from . import validate as V
+from .atomicio import write_atomic
 from .errors import InputError
 from .overhead import parse_record
+from .profile import load_json
+from .report_doc import to_json
 
 FORMAT = "memprof-ci/run"
 VERSION = 1
@@ -63,8 +66,6 @@ def profiles_dir(run_dir: str) -> str:
 def write(run_dir: str, patch_id: str | None, results: dict) -> str:
     """results: {bench: {"profiles": [abs paths], "overhead": dict|None,
     "error": str|None}}.  Returns the path of run.json."""
-    from .baseline import write_atomic
-    from .report import to_json
     benches = {}
     for name, r in sorted(results.items()):
         rel = [os.path.relpath(p, run_dir) for p in r.get("profiles") or []]
@@ -84,7 +85,6 @@ def read(run_dir: str) -> Run:
         raise InputError(f"{run_dir}: not a run directory (made by `memprof-ci profile "
                          f"--out DIR`)")
     path = os.path.join(run_dir, RUN_FILE)
-    from .profile import load_json
     doc = load_json(path, "run description", regular=True)
     try:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:

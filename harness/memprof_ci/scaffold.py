@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from .baseline import write_atomic
+from .atomicio import write_atomic
 from .errors import ConfigError
 
 REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -22,6 +22,8 @@ stacks and sums the rest into `stacks_other`, so that the kept stacks plus
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import multiprocessing as mp
 import operator
 import os
 from collections import Counter
@@ -29,8 +31,8 @@ from dataclasses import dataclass, field
 
 from .errors import InputError
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, PEAK_KEY, SAMPLES, WORD_BYTES,
-                      Profile, check_frames, explain_bad_stack, peak_of, stack_counts,
-                      stack_frames)
+                      Profile, check_frames, explain_bad_stack, gc_paused, load_profile,
+                      peak_of, stack_counts, stack_frames)
 
 
 GROUPINGS = ("function", "line", "innermost")
@@ -295,7 +297,6 @@ def truncate_stacks(acc: dict, limit: int | None = None):
 def _load_grouped(path: str, grouping: str):
     # Runs in a worker process: parse, validate and group one profile, and
     # return only the small grouped result plus the stack-less metadata.
-    from .profile import gc_paused, load_profile
     with gc_paused():
         p = load_profile(path, check_stacks=False)
         if not isinstance(p.stacks, list):
@@ -396,8 +397,6 @@ def aggregate_paths(paths: list[str], grouping: str, name: str) -> Aggregate:
             pass
     jobs = min(len(paths), os.cpu_count() or 1)
     if jobs > 1 and size >= PARALLEL_MIN_BYTES:
-        import concurrent.futures as cf
-        import multiprocessing as mp
         with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
             parts = list(ex.map(_load_grouped, paths, [grouping] * len(paths)))
     else:

@@ -123,7 +123,7 @@ def site_rows(benchmark: str, check: str, cur_sites: dict, base_sites: dict,
             "baseline_exposure": e_base, "current_exposure": e_cur,
             "baseline_bytes": bi / e_base * WORD_BYTES, "current_bytes": ci / e_cur * WORD_BYTES,
             "share": share, "p0": float(t["p0"]),
-            "ratio": _f(t["ratio"][i]), "ci_low": _f(t["lo"][i]), "ci_high": _f(t["hi"][i]),
+            "ratio": finite_or_none(t["ratio"][i]), "ci_low": finite_or_none(t["lo"][i]), "ci_high": finite_or_none(t["hi"][i]),
             "p_raw": float(t["p_inc"][i]), "p_raw_decrease": float(t["p_dec"][i]),
             "alpha": params["alpha"], "min_effect": params["min_effect"],
             "min_share": params["min_share"],
@@ -131,38 +131,33 @@ def site_rows(benchmark: str, check: str, cur_sites: dict, base_sites: dict,
     return rows
 
 
-def _f(x):
+def finite_or_none(x):
     # Rows are JSON documents: non-finite values are stored as null (a null
     # ratio or upper bound means "infinite": the site is absent from the baseline).
     x = float(x)
     return x if math.isfinite(x) else None
 
 
-def apply_family(rows: list[dict], two_sided: bool = False) -> None:
-    """Holm-adjust a whole family of site rows in place and decide each one.
+def adjust_family(rows: list[dict], two_sided: bool = False) -> None:
+    """Holm-adjust a whole family of site rows in place: the arithmetic only
+    (verdict.classify applies the pass/fail rules to the adjusted rows).
 
-    One-sided (default): status is "regression" when adjusted p < alpha, the
-    estimated increase >= min_effect and share >= min_share; "improvement"
-    symmetrically for decreases (reported, never failing); otherwise "~".
-    Two-sided (proposed-baseline agreement): the doubled smaller tail is
-    adjusted and the status is "mismatch" or "~".
+    One-sided (default): "p_adj" and "p_adj_decrease" are the Holm-adjusted
+    p-values of an increase and of a decrease, and "mde" the smallest
+    increase the test would detect with POWER at alpha / m.  Two-sided
+    (proposed-baseline agreement): "p_adj" is the adjusted doubled smaller
+    tail.
     """
     m = len(rows)
     if m == 0:
         return
     if two_sided:
         p = np.array([min(1.0, 2 * min(r["p_raw"], r["p_raw_decrease"])) for r in rows])
-        adj = holm(p)
-        for r, pa in zip(rows, adj):
+        for r, pa in zip(rows, holm(p)):
             r["p_adj"] = float(pa)
-            ratio = r["ratio"] if r["ratio"] is not None else 1.0
-            big = abs(ratio - 1) >= r["min_effect"] if math.isfinite(ratio) else True
-            r["status"] = ("mismatch" if pa < r["alpha"] and big and r["share"] >= r["min_share"]
-                           else "~")
         return
-    p_inc = np.array([r["p_raw"] for r in rows])
-    p_dec = np.array([r["p_raw_decrease"] for r in rows])
-    adj_inc, adj_dec = holm(p_inc), holm(p_dec)
+    adj_inc = holm(np.array([r["p_raw"] for r in rows]))
+    adj_dec = holm(np.array([r["p_raw_decrease"] for r in rows]))
     n = np.array([r["baseline_samples"] + r["current_samples"] for r in rows])
     alpha_eff = np.array([r["alpha"] / m for r in rows])
     # Exposures are shared within a benchmark; compute MDE per distinct p0.
@@ -174,19 +169,7 @@ def apply_family(rows: list[dict], two_sided: bool = False) -> None:
     for i, r in enumerate(rows):
         r["p_adj"] = float(adj_inc[i])
         r["p_adj_decrease"] = float(adj_dec[i])
-        r["mde"] = _f(mde[i])
-        ratio = r["ratio"]
-        inc = math.inf if ratio is None or ratio == math.inf else ratio - 1
-        relevant = r["share"] >= r["min_share"]
-        if adj_inc[i] < r["alpha"] and inc >= r["min_effect"] and relevant:
-            r["status"] = "regression"
-        elif adj_dec[i] < r["alpha"] and ratio is not None and 1 - ratio >= r["min_effect"] and relevant:
-            r["status"] = "improvement"
-        else:
-            r["status"] = "~"
-            if adj_inc[i] < r["alpha"]:
-                r["note"] = ("increase below min_effect" if inc < r["min_effect"]
-                             else "below min_share")
+        r["mde"] = finite_or_none(mde[i])
 
 
 GC_COUNTERS = ("minor_words", "promoted_words", "major_words", "top_heap_words")

@@ -1,34 +1,45 @@
-"""Decisions: site rows, the family-wise correction, check outcomes, the
-accept label, and the verdict of a report.
+"""The decision pass: site rows, the family-wise correction, the pass/fail
+rules, the overhead level, the accept label and the exit code.
 
 Every way memprof-ci reaches a verdict goes through here: the pytest items
 of `check` (plugin.py) while they run, `compare` on two inputs, and `merge`
 over shard reports, so the three decide the same way.  stats.py holds the
-tests and their arithmetic; report.py only renders what is decided here.
+tests and their arithmetic; fmt.py words numbers; the renderers (report.py,
+report_html.py) only read what is decided here, above all report["verdict"].
 
-Invariants:
-1. decide_family() is the only way rows are Holm-adjusted and classified;
-   finalize() applies it over every alloc, live and peak row of a report
-   (and, two-sided, over every proposed-baseline row), then
-   peak_must_rise() to each benchmark's peak rows (a peak row is a
-   regression only when the peak itself rose by min_effect), is
-   idempotent, recomputes the outcomes from the adjusted rows and then the
-   accept label.
-2. verdict() is the only place exit codes come from: 2 when any check or the
-   run has an error, else 1 when any check failed, else 0; "accepted"
-   outcomes do not fail.
-3. An internal error is never a regression: only RegressionFailure outcomes
-   ("failed") can make exit code 1.
-4. Renames and moves are decided in one place, pair_renames(), which
-   decide_family() runs before Holm on one-sided families: a site that
-   vanished and a new site of the same benchmark and check whose counts the
-   two-sided exact test cannot tell apart (p > alpha) and whose line
-   numbers or heaviest caller chains match (when either side records them)
-   become one row: the new row carries both counts and `renamed_from`, and
-   the vanished row gets `renamed_to` and status "renamed" and leaves the
-   family.  The merged row is then tested like any site, so a rename that
-   also allocates more still fails; pairing is one-to-one, deterministic and
-   idempotent (merged rows have both counts, so they never pair again).
+The pass, in order, each step computed once per report:
+1. Rows: site_rows() compares one benchmark's sites for one check.
+2. Family: decide_sites() runs decide_family() over every alloc, live and
+   peak row of the report (renames, then Holm, then classify()), then
+   peak_must_rise() over each benchmark's peak rows; decide_proposed() does
+   the same, two-sided, over every proposed-baseline row.  Each records the
+   family it decided (report["family"], report["proposed_family"]) and does
+   nothing when called again on the same rows, so the pytest items can
+   decide early and the end of the run does not decide twice.
+3. Rules: classify() alone turns adjusted p-values into statuses: a row is a
+   "regression" when its adjusted p < alpha, its estimated increase >=
+   min_effect and its share >= min_share; "improvement" symmetrically
+   (reported, never failing); otherwise "~".  Two-sided: "mismatch" or "~".
+4. Outcomes: site_outcome() is the one rule from decided rows to a site
+   check's outcome; overhead_level() the one level of the overhead check.
+5. Accept label: accepted() says whether a benchmark's failed checks are
+   accepted (the label is on and its proposed baseline matched the
+   measured code); accept_changes() applies it to a finished report and the
+   pytest items mirror it through the same function.
+6. Exit code: decide() ends the pass and stores report["verdict"]: 2 when
+   any check or the run has an error, else 1 when any check failed, else 0;
+   "accepted" outcomes do not fail.  An internal error is never a
+   regression: only "failed" outcomes can make exit code 1.
+
+Renames and moves are decided in one place, pair_renames(), which
+decide_family() runs before Holm on one-sided families: a site that vanished
+and a new site of the same benchmark and check whose counts the two-sided
+exact test cannot tell apart (p > alpha) and whose line numbers or heaviest
+caller chains match (when either side records them) become one row: the new
+row carries both counts and `renamed_from`, and the vanished row gets
+`renamed_to` and status "renamed" and leaves the family.  The merged row is
+then tested like any site, so a rename that also allocates more still fails;
+pairing is one-to-one, deterministic and idempotent.
 """
 
 from __future__ import annotations
@@ -36,22 +47,55 @@ from __future__ import annotations
 import math
 
 from . import stats
+from .fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, worst_first
 from .profile import WORD_BYTES
+from .report_doc import new_report
 from .sites import Aggregate
 
 RENAMED = "renamed"
 CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
 CALLER_CHAINS = 3   # heaviest caller chains kept per vanished or new site
+# Report key of each site check's rows -> the check's name.
+SITE_CHECKS = {"alloc": "alloc_sites", "live": "live", "peak": "peak"}
+# Checks whose failure a maintainer's accept label can turn into "accepted".
+ACCEPTABLE = ("alloc_sites", "live", "peak", "gc_totals", "overhead")
+
+
+def classify(rows: list, two_sided: bool = False) -> None:
+    """The pass/fail rules (module step 3), on rows stats.adjust_family has
+    adjusted; sets each row's "status" (and a "note" where a significant
+    increase is too small or too rare to fail)."""
+    for r in rows:
+        ratio = r["ratio"]
+        relevant = r["share"] >= r["min_share"]
+        if two_sided:
+            big = True if ratio is None else abs(ratio - 1) >= r["min_effect"]
+            r["status"] = "mismatch" if r["p_adj"] < r["alpha"] and big and relevant else "~"
+            continue
+        inc = math.inf if ratio is None else ratio - 1
+        if r["p_adj"] < r["alpha"] and inc >= r["min_effect"] and relevant:
+            r["status"] = "regression"
+        elif (r["p_adj_decrease"] < r["alpha"] and ratio is not None
+              and 1 - ratio >= r["min_effect"] and relevant):
+            r["status"] = "improvement"
+        else:
+            r["status"] = "~"
+            if r["p_adj"] < r["alpha"]:
+                r["note"] = ("increase below min_effect" if inc < r["min_effect"]
+                             else "below min_share")
 
 
 def decide_family(rows: list, two_sided: bool = False) -> None:
     """Renames (one-sided families), then Holm over `rows` (in place) and
-    each row's status (stats.apply_family)."""
+    each row's status."""
     if two_sided:
-        stats.apply_family(rows, two_sided=True)
+        stats.adjust_family(rows, two_sided=True)
+        classify(rows, two_sided=True)
         return
     pair_renames(rows)
-    stats.apply_family([r for r in rows if not r.get("renamed_to")])
+    family = [r for r in rows if not r.get("renamed_to")]
+    stats.adjust_family(family)
+    classify(family)
     for r in rows:
         if r.get("renamed_to"):
             r.update(status=RENAMED, p_adj=1.0, p_adj_decrease=1.0, mde=None)
@@ -118,8 +162,8 @@ def _merge_rename(old: dict, new: dict) -> None:
         "baseline_bytes": b / e_base * WORD_BYTES,
         "baseline_lines": old.get("lines"),
         "share": max(new["share"], old["share"]),
-        "p0": float(t["p0"]), "ratio": stats._f(t["ratio"][0]),
-        "ci_low": stats._f(t["lo"][0]), "ci_high": stats._f(t["hi"][0]),
+        "p0": float(t["p0"]), "ratio": stats.finite_or_none(t["ratio"][0]),
+        "ci_low": stats.finite_or_none(t["lo"][0]), "ci_high": stats.finite_or_none(t["hi"][0]),
         "p_raw": float(t["p_inc"][0]), "p_raw_decrease": float(t["p_dec"][0])})
     old["renamed_to"] = new["site"]
 
@@ -198,16 +242,6 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     return rows
 
 
-def check_outcome(rows: list, check: str, name: str, summary: dict | None = None) -> dict:
-    regs = [r for r in rows if r.get("status") == "regression"]
-    if not regs:
-        return {"outcome": "passed", "message": ""}
-    msg = regression_message(name, check, regs)
-    if check == "peak" and summary:
-        msg = f"benchmark {name!r}: {peak_line(summary, regs)}\n{msg}"
-    return {"outcome": "failed", "message": msg}
-
-
 def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
     """Sampled live words at the peak (estimated: samples / exposure), both
     sides, for the peak check's report line."""
@@ -234,7 +268,6 @@ def peak_must_rise(rows: list, summary: dict | None) -> None:
 def peak_line(summary: dict, regs: list) -> str:
     """`peak: +4.4 M words; held by `Prog.phase` (+4.3 M words), ...`: the
     change of the sampled live words at the peak, and the sites holding it."""
-    from .report import fmt_words, worst_first
     c, b = summary["current_words"], summary["baseline_words"]
     held = ", ".join(f"`{r['function'] or r['site']}` "
                      f"({fmt_words((r['current_bytes'] - r['baseline_bytes']) / WORD_BYTES, True)})"
@@ -245,7 +278,6 @@ def peak_line(summary: dict, regs: list) -> str:
 
 
 def regression_message(name: str, check: str, regs: list) -> str:
-    from .report import fmt_bytes, fmt_delta, fmt_p, worst_first
     what = {"alloc": "allocate", "live": "retain at exit",
             "peak": "hold at the peak"}[check]
     head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
@@ -256,59 +288,104 @@ def regression_message(name: str, check: str, regs: list) -> str:
     return "\n".join([head] + body)
 
 
-_CHECK_OF = {"alloc": "alloc_sites", "live": "live", "peak": "peak"}
-# Checks whose failure a maintainer's accept label can turn into "accepted".
-ACCEPTABLE = ("alloc_sites", "live", "peak", "gc_totals", "overhead")
+def overhead_level(alpha: float, family: int) -> float:
+    """The overhead check's level: alpha shared over the run's overhead
+    checks (Bonferroni; each check's sign test is exact)."""
+    return alpha / max(1, family)
+
+
+def site_outcome(report: dict, name: str, key: str) -> dict:
+    """A site check's outcome from the benchmark's decided rows (module step
+    4): "failed" with the message naming the regressed sites, or "passed"."""
+    b = report["benchmarks"][name]
+    regs = [r for r in b.get(key) or [] if r.get("status") == "regression"]
+    if not regs:
+        return {"outcome": "passed", "message": ""}
+    msg = regression_message(name, key, regs)
+    if key == "peak" and b.get("peak_summary"):
+        msg = f"benchmark {name!r}: {peak_line(b['peak_summary'], regs)}\n{msg}"
+    return {"outcome": "failed", "message": msg}
+
+
+def accepted(report: dict, name: str) -> bool:
+    """Whether the accept label covers this benchmark: the label is on and
+    its proposed baseline changed and matches what the code measures (its
+    proposed_baseline check passed).  A benchmark without a matching
+    proposed baseline, or a missing one, is never accepted."""
+    checks = report["benchmarks"].get(name, {}).get("checks", {})
+    return (bool(report.get("accept_changes"))
+            and checks.get("proposed_baseline", {}).get("outcome") == "passed")
 
 
 def accept_changes(report: dict) -> None:
-    """With report["accept_changes"] (the accept label), a failed check of a
-    benchmark whose proposed baseline changed and matches what the code
-    measures (its proposed_baseline check passed) becomes "accepted".
-    Nothing else is accepted: a benchmark without a matching proposed
-    baseline still fails, and a missing benchmark still fails; an
-    "accepted" outcome that does not qualify (a shard report's claim, say)
-    is turned back into "failed".  This is the decision; the pytest items'
-    expected-failure marks only mirror it for pytest's own output."""
-    accepted = []
-    on = bool(report.get("accept_changes"))
+    """Apply the accept label (accepted()) to every acceptable check that
+    failed; an "accepted" outcome that does not qualify (a shard report's
+    claim, say) is turned back into "failed"."""
+    acc = []
     for name, b in sorted(report["benchmarks"].items()):
-        checks = b.get("checks", {})
-        ok = on and checks.get("proposed_baseline", {}).get("outcome") == "passed"
+        ok = accepted(report, name)
         for check in ACCEPTABLE:
-            c = checks.get(check)
+            c = b.get("checks", {}).get(check)
             if not c or c["outcome"] not in ("failed", "accepted"):
                 continue
             c["outcome"] = "accepted" if ok else "failed"
             if ok:
-                accepted.append({"benchmark": name, "check": check,
-                                 "message": c.get("message", "")})
-    if on:
-        report["accepted"] = accepted
+                acc.append({"benchmark": name, "check": check, "message": c.get("message", "")})
+    if report.get("accept_changes"):
+        report["accepted"] = acc
 
 
-def finalize(report: dict) -> None:
-    """Apply Holm over the whole report, refresh alloc/live outcomes, then
-    apply the accept label (accept_changes)."""
-    rows = []
-    for b in report["benchmarks"].values():
-        for key in _CHECK_OF:
-            rows.extend(b.get(key) or [])
+def _rows(report: dict, keys) -> list:
+    return [r for b in report["benchmarks"].values() for k in keys for r in b.get(k) or []]
+
+
+def decide_sites(report: dict) -> None:
+    """Module step 2 over every alloc, live and peak row of the report."""
+    rows = _rows(report, SITE_CHECKS)
+    if (report.get("family") or {}).get("rows") == len(rows):
+        return
     decide_family(rows)
     for b in report["benchmarks"].values():
         peak_must_rise(b.get("peak") or [], b.get("peak_summary"))
-    prop = []
-    for b in report["benchmarks"].values():
-        prop.extend(b.get("proposed") or [])
-    decide_family(prop, two_sided=True)
+    report["family"] = {"rows": len(rows),
+                        "tests": sum(1 for r in rows if not r.get("renamed_to"))}
+
+
+def decide_proposed(report: dict) -> None:
+    """Module step 2, two-sided, over every proposed-baseline row."""
+    rows = _rows(report, ("proposed",))
+    if (report.get("proposed_family") or {}).get("rows") == len(rows):
+        return
+    decide_family(rows, two_sided=True)
+    report["proposed_family"] = {"rows": len(rows), "tests": len(rows)}
+
+
+def decide(report: dict, runner_exit: int | None = None) -> dict:
+    """The whole pass: families, site outcomes, accept label, exit code.
+    `runner_exit` is pytest's own exit code when the checks ran as pytest
+    items: an interrupted or broken session, or failures memprof-ci did not
+    record, are errors of the run.  Stores and returns report["verdict"]."""
+    decide_sites(report)
+    decide_proposed(report)
     for name, b in report["benchmarks"].items():
         checks = b.setdefault("checks", {})
-        for key, check in _CHECK_OF.items():
+        for key, check in SITE_CHECKS.items():
             c = checks.get(check)
-            if b.get(key) is not None and c and c["outcome"] in ("passed", "failed",
-                                                                  "accepted"):
-                checks[check] = check_outcome(b[key], key, name, b.get("peak_summary"))
+            if b.get(key) is not None and c and c["outcome"] in ("passed", "failed", "accepted"):
+                checks[check] = site_outcome(report, name, key)
     accept_changes(report)
+    v = _exit_verdict(report)
+    extra = None
+    if runner_exit in (2, 3, 4):
+        extra = (f"pytest stopped with exit code {runner_exit} (interrupted, internal or "
+                 f"usage error)")
+    elif runner_exit == 1 and v["exit_code"] == 0:
+        extra = "pytest reported failures that memprof-ci did not record (collection error?)"
+    if extra:
+        report.setdefault("errors", []).append(extra)
+        v = _exit_verdict(report)
+    report["verdict"] = v
+    return v
 
 
 def diff_baselines(trusted: dict, proposed: dict) -> dict:
@@ -353,7 +430,6 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
                    gc_timing_tolerance: float) -> dict:
     """`memprof-ci compare`: a decided report for [(name, A, B)], B judged
     against A with the given parameters."""
-    from .report import new_report
     rep = new_report("compare")
     rep["notes"].extend(notes)
     for name, a, b in pairs:
@@ -377,12 +453,11 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
                        **({"peak": {"outcome": "passed", "message": ""}} if "peak" in r else {}),
                        "gc_totals": {"outcome": "failed" if gc_msg else "passed",
                                      "message": gc_msg or ""}}
-    finalize(rep)
-    rep["verdict"] = verdict(rep)
+    decide(rep)
     return rep
 
 
-def verdict(report: dict) -> dict:
+def _exit_verdict(report: dict) -> dict:
     errors, regressions, accepted = [], [], []
     for name, b in sorted(report["benchmarks"].items()):
         # One cause (say a crashing benchmark) errors every check of the

@@ -19,10 +19,12 @@ import time
 import numpy as np
 from harness_testlib import make_profile
 
-from memprof_ci.baseline import dumps, to_document, write_atomic
+from memprof_ci.atomicio import write_atomic
+from memprof_ci.baseline import dumps, to_document
 from memprof_ci.sides import load_side
-from memprof_ci.verdict import finalize, site_rows
-from memprof_ci.report import new_report, render_markdown, render_terminal, to_json
+from memprof_ci.verdict import decide, site_rows
+from memprof_ci.report import render_markdown, render_terminal
+from memprof_ci.report_doc import new_report, to_json
 
 
 def _stacks(rng, n_stacks, scale):
@@ -59,7 +61,7 @@ def timed_compare(d):
     rep["benchmarks"]["big"] = {"name": "big", "checks": {}, "notes": [],
                                 "alloc": site_rows("big", "alloc", b, a, params),
                                 "live": site_rows("big", "live", b, a, params)}
-    finalize(rep)
+    decide(rep)
     out = render_markdown(rep), render_terminal(rep), to_json(rep)
     wall, c1 = time.perf_counter() - t0, os.times()
     cpu = sum(getattr(c1, k) - getattr(c0, k)

@@ -1,6 +1,6 @@
 """Golden renderings of one fixed comparison: terminal, Markdown and JSON.
 
-The comparison (built with stats.site_rows and verdict.finalize from fixed
+The comparison (built with stats.site_rows and verdict.decide from fixed
 counts, no timestamps, no paths) has a regression, an improvement, a new
 site, a noise site and a function rename, plus an identical benchmark.  Any
 change to a rendering shows up as a diff of harness/tests/golden/*, to be
@@ -19,7 +19,8 @@ import pytest
 
 from harness_testlib import HERE
 from memprof_ci import verdict
-from memprof_ci.report import new_report, render_markdown, render_terminal, to_json
+from memprof_ci.report import render_markdown, render_terminal
+from memprof_ci.report_doc import new_report, to_json
 
 GOLDEN = os.path.join(HERE, "golden")
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
@@ -56,8 +57,7 @@ def fixed_report() -> dict:
     rep["benchmarks"]["identical"]["overhead"] = {
         "estimate": 0.021, "ci_low": -0.01, "ci_high": 0.05, "p_value": 0.5, "runs": 5,
         "threshold": 0.10, "basis": "budget"}
-    verdict.finalize(rep)
-    rep["verdict"] = verdict.verdict(rep)
+    verdict.decide(rep)
     return rep
 
 
@@ -103,20 +103,21 @@ def test_terminal_shows_site_tables_only_for_significant_changes():
 def test_identical_comparison_prints_headline_and_status_table_only():
     rep = fixed_report()
     del rep["benchmarks"]["changed"]
-    verdict.finalize(rep)
-    rep["verdict"] = verdict.verdict(rep)
-    lines = render_terminal(rep).splitlines()
-    assert lines[0] == "memprof-ci: no regression in 1 benchmark(s)"
-    assert lines[1:] == ["", "benchmark  alloc_sites  gc_totals  live  peak  overhead",
-                         lines[3], lines[4]] and lines[4].startswith("identical  ok")
+    verdict.decide(rep)
+    assert render_terminal(rep).splitlines() == [
+        "memprof-ci: no regression in 1 benchmark(s)",
+        "",
+        "benchmark  alloc_sites  gc_totals  live  peak  overhead",
+        "---------  -----------  ---------  ----  ----  " + "-" * 49,
+        "identical  ok           ok         ok    -     "
+        "+2.1% [-1.0%, +5.0%] p=0.5 n=5 vs +10.0% (budget)"]
 
 
 def test_verbose_lists_every_site_of_every_benchmark():
     rep = new_report("compare")
     many = dict(site(f"Many.f{i:02d}", 1000 + i) for i in range(40))
     rep["benchmarks"]["many"] = bench("many", many, many)
-    verdict.finalize(rep)
-    rep["verdict"] = verdict.verdict(rep)
+    verdict.decide(rep)
     assert "Many.f" not in render_terminal(rep)
     verbose = render_terminal(rep, verbose=True)
     assert all(f"Many.f{i:02d} @ main.ml" in verbose for i in range(40))

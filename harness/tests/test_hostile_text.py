@@ -1,6 +1,6 @@
 """Hostile names and messages stay inert in report.md and on the terminal.
 
-A report is built (through stats.site_rows and verdict.finalize, as `compare`
+A report is built (through stats.site_rows and verdict.decide, as `compare`
 does) whose site, file, function and benchmark names, GC counter, error
 messages and notes carry backtick runs, HTML, mentions, issue references,
 links, images, bare URLs, newlines, ANSI escapes and a 100 KB name.  It is
@@ -25,8 +25,9 @@ import pytest
 
 from harness_testlib import REPO  # noqa: F401  (puts harness/ on sys.path)
 from memprof_ci import mdsafe, stats
-from memprof_ci.verdict import finalize, verdict
-from memprof_ci.report import new_report, render_markdown, render_terminal
+from memprof_ci.verdict import decide
+from memprof_ci.report import render_markdown, render_terminal
+from memprof_ci.report_doc import new_report
 from memprof_ci.sites import site_label
 
 ZWJ = "\u200d"
@@ -189,7 +190,7 @@ def hostile_report():
         "status": "changed", "gc": [],
         "sites": [{"site": s, "trusted_bytes": 8.0, "proposed_bytes": 16.0, "ratio": 2.0}
                   for s in ["```", "````\n```\n<img src=x>", HOSTILE[5]]]}}}
-    finalize(rep)
+    decide(rep)
     return rep
 
 
@@ -239,7 +240,7 @@ def test_errors_notes_and_summaries_are_literal(rendered):
     rep, md, html, page = rendered
     items = [(it["text"].replace(ZWJ, ""), [c.replace(ZWJ, "") for c in it["codes"]])
              for it in page.items]
-    for e in verdict(rep)["errors"]:
+    for e in rep["verdict"]["errors"]:
         assert (shown(e, mdsafe.MESSAGE_LIMIT), [shown(e, mdsafe.MESSAGE_LIMIT)]) in items
     for n in rep["notes"]:
         assert (shown(n, mdsafe.MESSAGE_LIMIT).strip(), []) in items

@@ -90,8 +90,7 @@ def test_pairing_is_idempotent_and_survives_rerendering(tmp_path):
     r, rep = compare(tmp_path, {"site": ("Main.f", "main.ml")},
                      {"site": ("Main.f_renamed", "main.ml")})
     before = json.dumps(rep, sort_keys=True)
-    verdict.finalize(rep)
-    rep["verdict"] = verdict.verdict(rep)
+    verdict.decide(rep)
     assert json.dumps(rep, sort_keys=True) == before
     # The folded row never appears on its own: every line naming the old site
     # names the new one too (the alloc and the live rename, the merged row).

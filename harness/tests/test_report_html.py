@@ -20,7 +20,8 @@ import pytest
 
 from harness_testlib import cli, make_profile, project, run_cli, update, write_json
 from memprof_ci import report_html
-from memprof_ci.report_html import STACK_BUDGET, render_html, source_base, source_url
+from memprof_ci.report_html import render_html, source_base, source_url
+from memprof_ci.stackgraph import STACK_BUDGET
 
 HOSTILE_FN = 'Main.h</script><!--<img src=x onerror="window.__pwned=1">'
 HOSTILE_FILE = "</script><script>window.__pwned=2</script>.ml"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from memprof_ci import stats
+from memprof_ci import stats, verdict
 
 ALPHA = 0.01
 
@@ -16,7 +16,7 @@ def _family_rows(c, b, e=3e-4):
     base = {f"s{i}": (int(x), {}) for i, x in enumerate(b)}
     params = {"alpha": ALPHA, "min_effect": 0.05, "min_share": 0.005}
     rows = stats.site_rows("b", "alloc", cur, base, int(np.sum(c)), int(np.sum(b)), e, e, params)
-    stats.apply_family(rows)
+    verdict.decide_family(rows)
     return rows
 
 

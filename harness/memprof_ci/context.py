@@ -1,0 +1,358 @@
+"""The state of one `check`, `update-baselines` or `profile` session.
+
+The pytest items (plugin.py) ask this module for what they judge; each job
+has its own small class:
+
+- Measurements: each benchmark's profiles, run once per session (or read
+  from a `profile --out` run directory), and the run's record of them;
+- Baselines: the trusted and the proposed baselines, each file loaded and
+  checked once;
+- Proposals: what a pull request's proposed baselines change, and whether
+  they match what the code measures;
+- Context: the report being filled in, the families of site rows handed to
+  verdict.py, and the accept label's mirror for pytest.
+
+Invariants:
+1. Each benchmark runs once per seed per session, and each baseline file is
+   loaded once, whatever the number of items: results and MemprofErrors are
+   both cached, so every item of a broken benchmark reports the same error.
+2. Nothing is decided here: rows go to verdict.decide_sites and
+   verdict.decide_proposed, each over every selected benchmark at once, and
+   the accept label is verdict.accepted.
+3. sides() hands the cached Aggregates out for report.html; nothing is run
+   or loaded again for the picture.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import baseline as bl
+from . import runner
+from . import verdict as V
+from .errors import MemprofError
+from .fmt import fmt_bytes, fmt_pct
+from .report_doc import new_report
+
+
+class _Cache:
+    """name -> value or the MemprofError computing it raised (invariant 1)."""
+
+    def __init__(self):
+        self._d: dict = {}
+
+    def get(self, key, fn):
+        if key not in self._d:
+            try:
+                self._d[key] = (fn(), None)
+            except MemprofError as e:
+                self._d[key] = (None, e)
+        val, err = self._d[key]
+        if err is not None:
+            raise err
+        return val
+
+    def peek(self, key):
+        """The cached value, or None when absent or an error."""
+        return self._d.get(key, (None, None))[0]
+
+
+class Measurements:
+    """Each benchmark's Aggregate over its seeds, run or read once."""
+
+    def __init__(self, benches: dict, profiles_dir: str, run_entries, on_collect):
+        self.benches = benches
+        self.profiles_dir = profiles_dir
+        # check --from-run: {name: runstore.RunEntry}; nothing is executed.
+        self.run_entries = run_entries
+        self._on_collect = on_collect
+        self._cache = _Cache()
+
+    def get(self, name):
+        bench = self.benches[name]
+
+        def run():
+            if self.run_entries is None:
+                agg = runner.collect(bench, self.profiles_dir)
+            else:
+                agg = runner.collect_from(bench, self.run_entries.get(name))
+            self._on_collect(name, agg)
+            return agg
+        return self._cache.get(name, run)
+
+    def peek(self, name):
+        return self._cache.peek(name)
+
+    def entry(self, name):
+        return (self.run_entries or {}).get(name)
+
+
+class Baselines:
+    """The trusted (and, in a pull request, proposed) baselines."""
+
+    def __init__(self, benches: dict, trusted_dir: str | None, proposed_dir: str | None):
+        self.benches = benches
+        self.trusted_dir = trusted_dir
+        self.proposed_dir = proposed_dir
+        self._trusted = _Cache()
+        self._proposed = _Cache()
+
+    def _load(self, directory, name, cache):
+        bench = self.benches[name]
+
+        def load():
+            path = bl.baseline_path(directory, name)
+            if not os.path.lexists(path):
+                return None
+            b = bl.load_baseline(path, name)
+            if directory == self.proposed_dir:
+                # A proposed baseline made with settings this run does not
+                # judge with cannot be verified here (the settings come from
+                # the base branch); the diff still lists it.
+                b.meta["incompatible"] = bl.incompatibility(b, bench, path)
+            else:
+                bl.check_compatible(b, bench, path)
+            return b
+        return cache.get(name, load)
+
+    def trusted(self, name):
+        return self._load(self.trusted_dir, name, self._trusted)
+
+    def proposed(self, name):
+        return self._load(self.proposed_dir, name, self._proposed)
+
+    def peek(self, name):
+        return self._trusted.peek(name)
+
+    def both(self, names) -> tuple:
+        """({name: trusted}, {name: proposed}) of every name that loads;
+        names outside the manifest are loaded without a settings check."""
+        trusted, proposed = {}, {}
+        for name in names:
+            for d, out, loader in ((self.trusted_dir, trusted, self.trusted),
+                                   (self.proposed_dir, proposed, self.proposed)):
+                try:
+                    if name in self.benches:
+                        b = loader(name)
+                    else:
+                        p = bl.baseline_path(d, name)
+                        b = bl.load_baseline(p, name) if os.path.lexists(p) else None
+                except MemprofError:
+                    continue
+                if b is not None:
+                    out[name] = b
+        return trusted, proposed
+
+
+class Proposals:
+    """A pull request's proposed baselines against the trusted ones and
+    against what the code measures."""
+
+    def __init__(self, ctx: "Context"):
+        self.ctx = ctx
+        self._diff = None
+
+    def diff(self) -> dict:
+        if self._diff is None:
+            ctx = self.ctx
+            names = sorted(set(ctx.benches) | set(ctx.missing))
+            self._diff = V.diff_baselines(*ctx.baselines.both(names))
+            ctx.report["proposed_baselines"] = self._diff
+        return self._diff
+
+    def status(self, name) -> str:
+        """changed / added / unchanged / removed / missing, or why the proposed
+        baseline cannot be verified (made with other settings)."""
+        # Load first so a malformed proposed baseline is an error, not "removed".
+        prop = self.ctx.baselines.proposed(name)
+        status = self.diff()["benchmarks"].get(name, {}).get("status", "missing")
+        if prop is not None and prop.meta.get("incompatible"):
+            status = "made with other settings: " + prop.meta["incompatible"]
+        if status in ("changed", "added"):
+            self.ctx.profiles(name)
+            self.family()
+        return status
+
+    def mismatches(self, name) -> list:
+        """Where the proposed baseline of a changed benchmark disagrees with
+        the measurement (two-sided, Holm over all proposed rows), as lines."""
+        ctx = self.ctx
+        cur, prop = ctx.profiles(name), ctx.baselines.proposed(name)
+        bad = [x for x in ctx.result(name).get("proposed") or [] if x["status"] == "mismatch"]
+        msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
+                f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
+                f"p(Holm)={x['p_adj']:.2g})" for x in bad]
+        for g in V.gc_rows(prop.gc, cur.gc, ctx.benches[name]):
+            if g["status"] != "~":
+                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
+                            f"{g['current']:.0f}")
+        return msgs
+
+    def family(self):
+        """Rows of every selected changed benchmark against its proposed
+        baseline, decided together (verdict.decide_proposed)."""
+        ctx = self.ctx
+        if ctx.report.get("proposed_family") is not None:
+            return
+        diff = self.diff()["benchmarks"]
+        for name in ctx.selected(("proposed_baseline",)):
+            if diff.get(name, {}).get("status") not in ("changed", "added"):
+                continue
+            try:
+                prop = ctx.baselines.proposed(name)
+                cur = ctx.profiles(name)
+            except MemprofError:
+                continue
+            if prop is None or prop.meta.get("incompatible"):
+                continue
+            params = ctx.benches[name].params()
+            checks = ["alloc", "live"] + (
+                ["peak"] if prop.total_peak is not None and cur.total_peak is not None else [])
+            ctx.result(name)["proposed"] = [row for check in checks
+                                            for row in V.site_rows(name, check, cur, prop, params)]
+        V.decide_proposed(ctx.report)
+
+
+class Context:
+    """Per-session state: settings, the jobs above, and the report."""
+
+    def __init__(self, manifest, benches, baselines_dir, work_dir, mode="check",
+                 proposed_dir=None, no_overhead=False, strict=False, shard=None,
+                 profiles_dir=None, missing=None, run_entries=None, accept=False,
+                 overhead_family=None):
+        self.manifest = manifest
+        self.benches = {b.name: b for b in benches}
+        # Benchmarks with a trusted baseline that the manifest no longer has:
+        # {name: "missing" | "removed"} (removed: the change deletes the file).
+        self.missing = dict(missing or {})
+        self.overhead_family = overhead_family
+        self.baselines_dir = baselines_dir
+        self.proposed_dir = proposed_dir
+        self.work_dir = work_dir
+        self.mode = mode
+        self.no_overhead = no_overhead
+        self.strict = strict
+        self.report = new_report(mode)
+        if accept:
+            self.report["accept_changes"] = True
+        if shard:
+            self.report["shard"] = {"index": shard[0], "count": shard[1]}
+        self.report["manifest"] = manifest.path
+        self.items: list = []
+        self.measurements = Measurements(self.benches,
+                                         profiles_dir or os.path.join(work_dir, "profiles"),
+                                         run_entries, self._collected)
+        self.baselines = Baselines(self.benches, baselines_dir, proposed_dir)
+        self.proposals = Proposals(self)
+
+    @property
+    def run_entries(self):
+        return self.measurements.run_entries
+
+    # -- the report
+    def result(self, name: str) -> dict:
+        b = self.report["benchmarks"].get(name)
+        if b is None:
+            bench = self.benches.get(name)
+            b = self.report["benchmarks"][name] = {
+                "name": name, "settings": bench.settings() if bench else None,
+                "checks": {}, "notes": [],
+                "alloc": None, "live": None, "peak": None, "gc": None, "overhead": None}
+        return b
+
+    def record(self, name, check, outcome, message=""):
+        self.result(name)["checks"][check] = {"outcome": outcome, "message": message}
+
+    def _collected(self, name, agg):
+        r = self.result(name)
+        r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
+                        "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
+                        "backend": agg.backend, "total_samples": agg.total_samples,
+                        "total_live_samples": agg.total_live,
+                        "total_peak_samples": agg.total_peak, "gc": agg.gc,
+                        "profiles": agg.sources}
+        if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):
+            r["notes"].append("GC totals differ between seeds; gc_totals compares their mean")
+
+    # -- what the items judge
+    def profiles(self, name):
+        return self.measurements.get(name)
+
+    def baseline(self, name):
+        b = self.baselines.trusted(name)
+        r = self.result(name)
+        if b is not None and "baseline" not in r:
+            r["baseline"] = {"path": b.meta["path"], "git_commit": b.meta.get("git_commit"),
+                             "patch_id": b.meta.get("patch_id"),
+                             "ocaml_version": b.ocaml_version,
+                             "total_samples": b.total_samples}
+        return b
+
+    def run_entry(self, name):
+        return self.measurements.entry(name)
+
+    def selected(self, checks) -> list:
+        return sorted({it.bench for it in self.items if it.check in checks})
+
+    def sides(self) -> dict:
+        """{name: (trusted baseline, current Aggregate)} as cached (invariant 3)."""
+        return {n: (self.baselines.peek(n), self.measurements.peek(n))
+                for n in self.report["benchmarks"]}
+
+    def results_for_run_dir(self) -> dict:
+        """profile mode: what runstore.write records per benchmark."""
+        out = {}
+        for name in sorted(self.benches):
+            val = self.measurements.peek(name)
+            r = self.report["benchmarks"].get(name, {})
+            errs = [c["message"] for c in r.get("checks", {}).values()
+                    if c["outcome"] == "error"]
+            out[name] = {"profiles": list(val.sources) if val is not None else [],
+                         "overhead": r.get("overhead"),
+                         "error": errs[0] if errs else None}
+        return out
+
+    def family(self):
+        """Site rows of every selected benchmark with a baseline, decided
+        together (verdict.decide_sites)."""
+        if self.report.get("family") is not None:
+            return
+        for name in self.selected(("alloc_sites", "live", "peak")):
+            try:
+                base = self.baseline(name)
+                if base is None:
+                    continue
+                cur = self.profiles(name)
+            except MemprofError:
+                continue  # reported by this benchmark's own items
+            r = self.result(name)
+            params = self.benches[name].params()
+            mine = {it.check for it in self.items if it.bench == name}
+            for key, check in V.SITE_CHECKS.items():
+                if check not in mine:
+                    continue
+                if key == "peak":
+                    if base.total_peak is None or cur.total_peak is None:
+                        continue
+                    r["peak_summary"] = V.peak_summary(cur, base)
+                r[key] = V.site_rows(name, key, cur, base, params)
+            if base.ocaml_version != cur.ocaml_version:
+                r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
+                                  f"{cur.ocaml_version}")
+        V.decide_sites(self.report)
+
+    # -- proposed baselines and the accept label
+    def baseline_diff(self) -> dict:
+        return self.proposals.diff()
+
+    def proposed_status(self, name) -> str:
+        return self.proposals.status(name)
+
+    def proposed_mismatches(self, name) -> list:
+        return self.proposals.mismatches(name)
+
+    def accepts(self, name) -> bool:
+        """The accept label covers this benchmark (verdict.accepted, read
+        from the outcomes recorded so far: its proposed_baseline item runs
+        first)."""
+        return V.accepted(self.report, name)

@@ -1,0 +1,83 @@
+"""How numbers and site rows read: the formatters every rendering shares.
+
+A leaf module (it imports nothing of the harness), so that verdict.py can
+word its failure messages and report.py, report_html.py and plan.py can
+render, without importing each other.  Invariants: pure functions of their
+arguments; None (a value the JSON stores as null) prints as "-" or "inf",
+never raises; fmt_delta prints "~" for a change that is significant in
+neither direction (benchstat's convention) and "new" for a site the
+baseline lacks; worst_first orders rows by estimated byte increase, then
+benchmark and site, so every listing of regressions has one order.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def fmt_bytes(x) -> str:
+    if x is None:
+        return "-"
+    x = float(x)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(x) < 1024 or unit == "TiB":
+            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.1f} {unit}"
+        x /= 1024
+    return f"{x:.1f}"
+
+
+def fmt_words(x, signed: bool = False) -> str:
+    """Words with a k/M/G prefix: `4.4 M words`, `+86.2 k words`."""
+    x = float(x)
+    sign = "+" if signed and x >= 0 else ("-" if x < 0 else "")
+    a = abs(x)
+    for unit, div in (("G ", 1e9), ("M ", 1e6), ("k ", 1e3)):
+        if a >= div:
+            return f"{sign}{a / div:.1f} {unit}words"
+    return f"{sign}{a:.0f} words"
+
+
+def fmt_pct(r) -> str:
+    if r is None:
+        return "inf"
+    return f"{(r - 1) * 100:+.1f}%"
+
+
+def fmt_p(p) -> str:
+    if p is None:
+        return "-"
+    if p < 1e-4:
+        return f"{p:.1e}"
+    return f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+
+
+def fmt_delta(row: dict) -> str:
+    """benchstat-like: the ratio and its interval, or ~ when not significant."""
+    if row["baseline_samples"] == 0:
+        return "new"
+    sig = (row.get("p_adj", 1) < row["alpha"]) or (row.get("p_adj_decrease", 1) < row["alpha"])
+    if not sig:
+        return "~"
+    return f"{fmt_pct(row['ratio'])} [{fmt_pct(row['ci_low'])}, {fmt_pct(row['ci_high'])}]"
+
+
+def fmt_mde(m) -> str:
+    return "-" if m is None or not math.isfinite(m) else f"{m * 100:.1f}%"
+
+
+def fmt_lines(lines) -> str:
+    if not lines:
+        return ""
+    top = sorted(lines.items(), key=lambda kv: -kv[1])[:4]
+    return ", ".join(f"L{k}:{v}" for k, v in top) + (" …" if len(lines) > 4 else "")
+
+
+def worst_first(rows: list) -> list:
+    return sorted(rows, key=lambda r: (-(r["current_bytes"] - r["baseline_bytes"]),
+                                       r["benchmark"], r["site"]))
+
+
+def site_name(r) -> str:
+    via = f" (via {r['via']})" if r.get("via") else ""
+    ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
+    return f"{r['site']}{via}{ren}"
