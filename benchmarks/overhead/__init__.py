@@ -53,6 +53,9 @@ directory must be importable):
         [--only a,b] [--rates 1e-4,1e-2] [--runs 5] [--warmup 1] \\
         [--no-callgrind] [--quick] [--reanalyse overhead.json]
 
-Standard library and the harness's stdlib-only modules (manifest loading,
-atomic writes) only.
+The study (`python3 -m overhead`) uses the standard library and the
+harness's stdlib-only modules (manifest, the runner's OCAMLMEMPROF value,
+memprof_ci.atomicio) only; benchmarks/tests/test_overhead_study.py checks
+that none of its modules loads numpy or scipy.  pairs.py, a separate script,
+uses the harness's statistics (memprof_ci.stats, hence scipy).
 """

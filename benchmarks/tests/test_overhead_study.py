@@ -4,6 +4,7 @@ UNRESOLVED otherwise), --reanalyse, and its use of the harness's manifest
 reader."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -201,3 +202,17 @@ def test_timing_rounds_write_a_profile_per_run_and_read_its_samples(tmp_path):
     assert len(written) == 2                          # two rounds, two files
     samples = json.loads(written[0].read_text())["totals"]["samples"]
     assert samples > 0 and out["c"]["1e-2"]["samples"] == samples
+
+
+def test_the_study_loads_neither_numpy_nor_scipy():
+    # Its modules import the harness's stdlib-only modules alone (the
+    # package docstring's promise); pairs.py is a separate script.
+    mods = sorted(p.stem for p in (ROOT / "benchmarks" / "overhead").glob("*.py")
+                  if p.stem not in ("pairs", "__main__"))
+    code = ("import sys\n" + "".join(f"import overhead.{m}\n" for m in mods)
+            + "print(sorted(k for k in ('numpy', 'scipy') if k in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": f"{ROOT / 'harness'}:{ROOT / 'benchmarks'}",
+                            "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[]"]

@@ -94,15 +94,15 @@ def load_profile(path: str, check_stacks: bool = True) -> Profile:
     return parse_profile(load_json(path, "profile"), path, check_stacks)
 
 
-def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
-    """Validate a decoded profile.  With check_stacks=False the caller takes
-    over validation of the stacks with this module's stack_counts,
-    check_frames and explain_bad_stack (sites.group_stacks does, in the pass
-    that groups them); the header is always checked here."""
+def _malformed(path: str):
     def bad(msg):
         return InputError(f"{path}: malformed profile: {msg}; regenerate it "
                           f"with the memprof-ci runtime")
+    return bad
 
+
+def _check_header(doc, path: str, bad) -> tuple:
+    """Format, version, keys, run description and config; (version, cfg)."""
     if not isinstance(doc, dict):
         raise bad("top level is not an object")
     if doc.get("format") != FORMAT:
@@ -141,7 +141,10 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
     if not (_is_count(cfg["frames"]) and cfg["frames"] >= 1):
         raise bad(f"config.frames {cfg['frames']!r} is not a positive integer")
-    gc = doc["gc"]
+    return version, cfg
+
+
+def _check_gc(gc, bad) -> dict:
     if not isinstance(gc, dict):
         raise bad("gc is not an object")
     for k in GC_KEYS:
@@ -150,23 +153,46 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     for k in GC_OPTIONAL_KEYS:
         if k in gc and not _is_count(gc[k]):
             raise bad(f"gc.{k} is not a non-negative integer at most 2^53")
-    gc_out = {k: gc[k] for k in GC_KEYS + GC_OPTIONAL_KEYS if k in gc}
+    return {k: gc[k] for k in GC_KEYS + GC_OPTIONAL_KEYS if k in gc}
 
-    def check_counts(obj, where):
-        if not isinstance(obj, dict):
-            raise bad(f"{where} is not an object")
-        for k in COUNT_KEYS:
-            v = obj.get(k)
-            if not _is_count(v):
-                raise bad(f"{where}.{k} is missing or not a non-negative integer at most 2^53")
-        if obj["samples"] != obj["minor_samples"] + obj["major_samples"] + obj["custom_samples"]:
-            raise bad(f"{where}: samples != minor + major + custom samples")
-        if obj["collected_samples"] + obj["live_samples"] != obj["samples"]:
-            raise bad(f"{where}: collected + live samples != samples")
-        if PEAK_KEY in obj and not (_is_count(obj[PEAK_KEY]) and obj[PEAK_KEY] <= obj["samples"]):
-            raise bad(f"{where}.{PEAK_KEY} is not a count at most samples")
 
-    check_counts(doc["totals"], "totals")
+def _check_counts(obj, where: str, bad) -> None:
+    if not isinstance(obj, dict):
+        raise bad(f"{where} is not an object")
+    for k in COUNT_KEYS:
+        if not _is_count(obj.get(k)):
+            raise bad(f"{where}.{k} is missing or not a non-negative integer at most 2^53")
+    if obj["samples"] != obj["minor_samples"] + obj["major_samples"] + obj["custom_samples"]:
+        raise bad(f"{where}: samples != minor + major + custom samples")
+    if obj["collected_samples"] + obj["live_samples"] != obj["samples"]:
+        raise bad(f"{where}: collected + live samples != samples")
+    if PEAK_KEY in obj and not (_is_count(obj[PEAK_KEY]) and obj[PEAK_KEY] <= obj["samples"]):
+        raise bad(f"{where}.{PEAK_KEY} is not a count at most samples")
+
+
+def _check_stacks(stacks, totals, path: str, bad) -> None:
+    tot_samples = tot_live = 0
+    for i, st in enumerate(stacks):
+        vals = stack_counts(st)
+        if vals is None:
+            explain_bad_stack(st, i, path)
+        check_frames(stack_frames(st, i, path), i, path)
+        peak_of(st, i, path)
+        tot_samples += vals[SAMPLES]
+        tot_live += vals[LIVE]
+    if tot_samples != totals["samples"] or tot_live != totals["live_samples"]:
+        raise bad("totals do not equal the sum over stacks (truncated file?)")
+
+
+def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
+    """Validate a decoded profile.  With check_stacks=False the caller takes
+    over validation of the stacks with this module's stack_counts,
+    check_frames and explain_bad_stack (sites.group_stacks does, in the pass
+    that groups them); the header is always checked here."""
+    bad = _malformed(path)
+    version, cfg = _check_header(doc, path, bad)
+    gc_out = _check_gc(doc["gc"], bad)
+    _check_counts(doc["totals"], "totals", bad)
     stacks = doc["stacks"]
     if not isinstance(stacks, list):
         raise bad("stacks is not a list")
@@ -177,28 +203,12 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         fill_zero_counts(stacks, COUNT_KEYS + ((PEAK_KEY,) if peak else ()))
     if version >= 2:
         expand_frame_table(doc["frame_table"], stacks, path)
-    if not check_stacks:
-        return Profile(path=path, ocaml_version=doc["ocaml_version"],
-                       backend=doc["backend"], argv=list(doc["argv"]),
-                       rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
-                       gc=gc_out, totals=doc["totals"],
-                       stacks=stacks)
-    tot_samples = tot_live = 0
-    for i, st in enumerate(stacks):
-        vals = stack_counts(st)
-        if vals is None:
-            explain_bad_stack(st, i, path)
-        check_frames(stack_frames(st, i, path), i, path)
-        peak_of(st, i, path)
-        tot_samples += vals[SAMPLES]
-        tot_live += vals[LIVE]
-    if tot_samples != doc["totals"]["samples"] or tot_live != doc["totals"]["live_samples"]:
-        raise bad("totals do not equal the sum over stacks (truncated file?)")
+    if check_stacks:
+        _check_stacks(stacks, doc["totals"], path, bad)
     return Profile(path=path, ocaml_version=doc["ocaml_version"],
                    backend=doc["backend"], argv=list(doc["argv"]),
-                   rate=float(rate), seed=cfg["seed"], frames=cfg["frames"],
-                   gc=gc_out, totals=doc["totals"],
-                   stacks=stacks)
+                   rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
+                   gc=gc_out, totals=doc["totals"], stacks=stacks)
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -1,9 +1,11 @@
 """The memprof-ci CLI as a subprocess: verdicts, exit codes, reports, bad input."""
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 
@@ -84,16 +86,37 @@ def test_broken_benchmark_exits_2(tmp_path, args, msg):
         no_traceback(r)
 
 
+def _killed(pid: int) -> bool:
+    """The process is gone, a zombie, or has SIGKILL pending (delivery is
+    asynchronous, but pending is set before kill() returns)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            st = dict(line.split(":", 1) for line in fh.read().splitlines() if ":" in line)
+    except FileNotFoundError:
+        return True
+    sigkill = 1 << (signal.SIGKILL - 1)
+    return (st["State"].split()[0] in "ZX"
+            or bool((int(st["ShdPnd"], 16) | int(st["SigPnd"], 16)) & sigkill))
+
+
 def test_timeout_kills_process_group(tmp_path):
-    # The grandchild (sleep) holds stderr open for 600 s unless the whole
-    # process group is killed; the bound below only separates the two.
-    project(tmp_path, [{"name": "hang", "command": ["/bin/sh", "-c", "sleep 600; echo x"],
-                        "timeout": 1}])
-    t0 = time.monotonic()
-    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead",
-            timeout=900)
-    assert r.returncode == 2 and "timed out after 1s" in r.stderr
-    assert time.monotonic() - t0 < 300
+    # The grandchild (sleep) holds stderr open unless the whole process
+    # group is killed: without the group kill the CLI never returns (the
+    # run below then fails on its own timeout), and with it the grandchild
+    # is dead or dying by the time the CLI has returned.
+    pidfile = tmp_path / "sleep.pid"
+    project(tmp_path, [{"name": "hang", "command": [
+        "/bin/sh", "-c", f"sleep 100000 & echo $! > {pidfile}; wait; echo x"],
+        "timeout": 1}])
+    try:
+        r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml",
+                "--no-overhead", timeout=900)
+        assert r.returncode == 2 and "timed out after 1s" in r.stderr
+        assert _killed(int(pidfile.read_text()))
+    finally:
+        if pidfile.exists():
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 def test_missing_command_exits_2(tmp_path):

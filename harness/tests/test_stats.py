@@ -210,3 +210,16 @@ def test_overhead_false_alarms_with_independent_noise_stay_under_alpha():
     assert screened > 100       # all first rounds over budget: a rule that failed on
                                 # the first rounds alone would have failed these
     assert failed <= 2
+
+
+def test_proposed_baseline_missing_a_measured_site_is_a_mismatch():
+    # Two-sided agreement of a proposed baseline with the measurement: a
+    # site the code allocates heavily but the proposed file leaves out
+    # (an infinite ratio, stored as null) disagrees, as a vanished one does.
+    params = {"alpha": ALPHA, "min_effect": 0.05, "min_share": 0.005}
+    cur = {"kept": (5000, {}), "left_out": (800, {})}
+    prop = {"kept": (5000, {}), "dropped": (800, {})}
+    rows = stats.site_rows("b", "alloc", cur, prop, 5800, 5800, 3e-4, 3e-4, params)
+    verdict.decide_family(rows, two_sided=True)
+    status = {r["site"]: r["status"] for r in rows}
+    assert status == {"kept": "~", "left_out": "mismatch", "dropped": "mismatch"}
