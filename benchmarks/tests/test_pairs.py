@@ -30,8 +30,8 @@ def test_prints_ratios_interval_and_system_time(tmp_path):
         "if [ -n \"$OCAMLMEMPROF\" ]; then\n"
         "  out=${OCAMLMEMPROF##*out=}; out=$(echo \"$out\" | sed \"s/%p/$$/\")\n"
         "  echo x > \"$out\"; dirname \"$out\" >> " + str(seen) + "; ls \"$(dirname \"$out\")\" | wc -l >> " + str(seen) + "\n"
-        "  sleep 0.06\n"
-        "else sleep 0.03; fi\n")
+        "  sleep 0.2\n"
+        "fi\n")
     script.chmod(0o755)
     res = pairs(script, "", "1e-4", 5)
     assert res.returncode == 0, res.stderr
@@ -40,7 +40,9 @@ def test_prints_ratios_interval_and_system_time(tmp_path):
                   r"load [0-9.]+$", res.stdout.strip())
     assert m, res.stdout
     med, cov, lo, hi, rmin, rmax = map(float, m.groups())
-    assert 1.1 < med < 4 and rmin <= lo <= med <= hi <= rmax and cov > 90
+    # The profiled side sleeps 0.2 s more: only the direction is asserted
+    # (a busy machine stretches both sides by any amount).
+    assert med > 1 and rmin <= lo <= med <= hi <= rmax and cov > 90
     lines = seen.read_text().split()
     dirs, counts = lines[0::2], lines[1::2]
     assert len(dirs) == 5 and all(c == "1" for c in counts)   # the previous pair's removed

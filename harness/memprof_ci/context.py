@@ -326,6 +326,7 @@ class Context:
             except MemprofError:
                 continue  # reported by this benchmark's own items
             r = self.result(name)
+            r["stream"] = V.stream(cur, base)
             params = self.benches[name].params()
             mine = {it.check for it in self.items if it.bench == name}
             for key, check in V.SITE_CHECKS.items():

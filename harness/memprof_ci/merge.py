@@ -85,6 +85,10 @@ _BENCH = {
         "notes": {"type": "array", "items": _STR, "maxItems": 10_000},
         "alloc": _ROWS, "live": _ROWS, "peak": _ROWS, "proposed": _ROWS,
         "peak_summary": {"type": ["object", "null"]},
+        "stream": {"type": ["object", "null"], "properties": {
+            "baseline_words": _NUM_OR_NULL, "current_words": _NUM_OR_NULL,
+            "same_sampling": {"type": "boolean"},
+            "baseline_samples": _COUNT, "current_samples": _COUNT}},
         "gc": {"type": ["array", "null"], "items": _GC_ROW},
         "overhead": _OVERHEAD,
         "status": _STR,

@@ -42,7 +42,33 @@ def renamed_rows(report: dict) -> list:
                   key=lambda r: (r["benchmark"], r["check"], r["site"]))
 
 
-SIGNIFICANT = ("regression", "improvement")
+def moves(report: dict) -> list:
+    """Allocation that moved between sites (verdict.apply_moves):
+    [benchmark, check, from, to, bytes per run], largest first; a moved row
+    whose sources are no single significant site reads "(other sites)"."""
+    out = []
+    for r in all_site_rows(report, "moved"):
+        srcs = r.get("moved_from") or []
+        if not srcs and r["current_samples"] > r["baseline_samples"]:
+            srcs = [{"site": "(other sites)",
+                     "words": (r["current_bytes"] - r["baseline_bytes"]) / 8}]
+        out += [[r["benchmark"], r["check"], m["site"], r["site"], m["words"] * 8]
+                for m in srcs]
+    return sorted(out, key=lambda x: (-x[4], x[0], x[1], x[2], x[3]))
+
+
+def improvements(report: dict) -> list:
+    """Improved sites, largest decrease first."""
+    return worst_first(all_site_rows(report, "improvement"))[::-1]
+
+
+SIGNIFICANT = ("regression", "improvement", "moved")
+
+
+def p_of(r: dict):
+    """The adjusted p-value of the direction the site changed in."""
+    dec = r["current_samples"] < r["baseline_samples"]
+    return r.get("p_adj_decrease") if dec else r.get("p_adj")
 
 
 def changed(b: dict) -> bool:
@@ -220,15 +246,32 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append("")
         out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "overhead"],
                           rows))
+    imps = improvements(report)
+    if imps:
+        out.append("")
+        out.append("Improvements (largest first; never a failure):")
+        out.append(_table(["benchmark", "check", "site", "baseline", "current", "delta [95% CI]",
+                           "p(adj)"],
+                          [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
+                            fmt_bytes(r["current_bytes"]), fmt_delta(r),
+                            fmt_p(r.get("p_adj_decrease"))] for r in imps]))
+    mv = moves(report)
+    if mv:
+        out.append("")
+        out.append("Moved between sites (the same allocation attributed elsewhere; never a "
+                   "failure):")
+        out.append(_table(["benchmark", "check", "from", "to", "per run"],
+                          [[a, c, f, t, fmt_bytes(x)] for a, c, f, t, x in mv]))
     ren = renamed_rows(report)
     if ren:
         out.append("")
         out.append("Renamed or moved (one site, counts compared across the rename):")
         out.append(_table(["benchmark", "check", "from", "to", "baseline", "current",
-                           "delta [95% CI]", "verdict"],
+                           "delta [95% CI]", "verdict", "paired by"],
                           [[r["benchmark"], r["check"], r["renamed_from"], r["site"],
                             fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
-                            fmt_delta(r), _rename_word(r)] for r in ren]))
+                            fmt_delta(r), _rename_word(r), r.get("renamed_because") or ""]
+                           for r in ren]))
     for name, b in sorted(report["benchmarks"].items()):
         alloc = [r for r in b.get("alloc") or [] if not r.get("renamed_to")]
         if not alloc or not (verbose or changed(b)):
@@ -242,7 +285,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
                            "lines"],
                           [[site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
-                            fmt_delta(r), fmt_p(r.get("p_adj")), fmt_mde(r.get("mde")),
+                            fmt_delta(r), fmt_p(p_of(r)), fmt_mde(r.get("mde")),
                             fmt_lines(r.get("lines"))] for r in top]))
     return "\n".join(out) + "\n"
 
@@ -340,8 +383,21 @@ def _md_verdict_tables(report: dict) -> list:
 
 
 def _md_details(report: dict) -> list:
-    """Renames, improvements and each benchmark's top sites."""
+    """Moves, renames, improvements and each benchmark's top sites."""
     out = []
+    mv = moves(report)
+    if mv:
+        out.append("### Moved between sites")
+        out.append("")
+        out.append("The same allocation, attributed to other sites (an inlined helper, say): "
+                   "never a failure.")
+        out.append("")
+        out.append("| benchmark | check | from | to | per run |")
+        out.append("|---|---|---|---|--:|")
+        for a, c, f, t, x in mv[:50]:
+            out.append(f"| {mdsafe.text(a)} | {mdsafe.text(c)} | {mdsafe.code(f)} "
+                       f"| {mdsafe.code(t)} | {fmt_bytes(x)} |")
+        out.append("")
     ren = renamed_rows(report)
     if ren:
         out.append("### Renamed or moved")
@@ -350,15 +406,17 @@ def _md_details(report: dict) -> list:
                    "tell apart, with matching lines or callers; the counts are compared "
                    "across the rename.")
         out.append("")
-        out.append("| benchmark | check | from | to | baseline | current | delta [95% CI] | verdict |")
-        out.append("|---|---|---|---|--:|--:|--:|---|")
+        out.append("| benchmark | check | from | to | baseline | current | delta [95% CI] "
+                   "| verdict | paired by |")
+        out.append("|---|---|---|---|--:|--:|--:|---|---|")
         for r in ren:
             out.append(f"| {mdsafe.text(r['benchmark'])} | {mdsafe.text(r['check'])} "
                        f"| {mdsafe.code(r['renamed_from'])} | {mdsafe.code(r['site'])} "
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
-                       f"| {fmt_delta(r)} | {_rename_word(r)} |")
+                       f"| {fmt_delta(r)} | {_rename_word(r)} "
+                       f"| {mdsafe.text(r.get('renamed_because') or '')} |")
         out.append("")
-    imps = worst_first(all_site_rows(report, "improvement"))[::-1]
+    imps = improvements(report)
     if imps:
         out.append(f"<details><summary>Improvements ({len(imps)})</summary>")
         out.append("")

@@ -180,7 +180,7 @@ def _site_table(b, bi, src) -> str:
         if r.get("renamed_from"):
             extra += f' <span class="note">renamed or moved from {esc(r["renamed_from"])}</span>'
         word = {"regression": "REGRESSION", "improvement": "improvement",
-                "~": "~"}.get(status, esc(status))
+                "moved": "moved", "~": "~"}.get(status, esc(status))
         if r.get("renamed_from") and status == "~":
             word = "renamed or moved"
         ratio = r.get("ratio")
@@ -227,6 +227,11 @@ def _bench_section(name, b, bi, src) -> str:
         out.append(f'<p class="rename">Renamed or moved: <code>{esc(r["renamed_from"])}</code> → '
                    f'<code>{esc(r.get("site"))}</code> ({esc(r.get("check"))}, '
                    f'{esc(_delta_text(r))})</p>')
+    for r in [r for r in _site_rows(b) if r.get("status") == "moved"]:
+        srcs = ", ".join(f'{esc(m["site"])} ({esc(fmt_bytes(m["words"] * 8))})'
+                         for m in r.get("moved_from") or []) or "other sites"
+        out.append(f'<p class="moved">Moved, not a regression: <code>{esc(r.get("site"))}</code> '
+                   f'({esc(r.get("check"))}) gained what left {srcs}</p>')
     for n in b.get("notes") or []:
         out.append(f'<p class="note">{esc(n, mdsafe.MESSAGE_LIMIT)}</p>')
     if b.get("alloc") or b.get("live") or b.get("peak"):

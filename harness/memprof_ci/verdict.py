@@ -106,21 +106,39 @@ def _two_sided_p(c: int, b: int, e_cur: float, e_base: float) -> float:
     return float(min(1.0, 2 * min(float(t["p_inc"][0]), float(t["p_dec"][0]))))
 
 
-def _same_code(old: dict, new: dict) -> bool:
-    """Where recorded on both sides, the sites' heaviest caller chains share
-    one, or their line numbers are the same; True when neither is recorded."""
-    evidence = False
+def function_path(function) -> str | None:
+    """A site's function without its module path: `Export.greedy.(fun)` ->
+    `greedy.(fun)`, `Lists.build` -> `build` (leading capitalised
+    components are modules)."""
+    if not function:
+        return None
+    parts = function.split(".")
+    while len(parts) > 1 and parts[0][:1].isupper():
+        parts.pop(0)
+    return ".".join(parts)
+
+
+def _same_code(old: dict, new: dict) -> str | None:
+    """Why a vanished and a new site are one piece of code, or None.
+
+    In one file: their heaviest caller chains share one, or their line
+    numbers are the same, or neither side records either.  Across files a
+    line number or a caller chain alone is no evidence (unrelated code shares
+    both); the function, without its module path, must be the same."""
+    if old.get("file") != new.get("file"):
+        fo = function_path(old.get("function"))
+        if fo is not None and fo == function_path(new.get("function")):
+            return f"the same function {fo} in another file"
+        return None
     oc, nc = old.get("callers"), new.get("callers")
-    if oc and nc:
-        evidence = True
-        if set(oc) & set(nc):
-            return True
+    if oc and nc and set(oc) & set(nc):
+        return "the same file and caller chain"
     ol, nl = old.get("lines"), new.get("lines")
-    if ol and nl:
-        evidence = True
-        if set(ol) == set(nl):
-            return True
-    return not evidence
+    if ol and nl and set(ol) == set(nl):
+        return "the same file and lines"
+    if not (oc and nc) and not (ol and nl):
+        return "the same file (no lines or callers recorded)"
+    return None
 
 
 def pair_renames(rows: list) -> list:
@@ -141,14 +159,16 @@ def pair_renames(rows: list) -> list:
             for n in new:
                 p = _two_sided_p(n["current_samples"], o["baseline_samples"],
                                  n["current_exposure"], o["baseline_exposure"])
-                if p > n["alpha"] and _same_code(o, n):
-                    cands.append((-p, o["site"], n["site"], o, n))
+                why = _same_code(o, n) if p > n["alpha"] else None
+                if why:
+                    cands.append((-p, o["site"], n["site"], o, n, why))
         used = set()
-        for _, os_, ns, o, n in sorted(cands, key=lambda t: t[:3]):
+        for _, os_, ns, o, n, why in sorted(cands, key=lambda t: t[:3]):
             if os_ in used or ns in used:
                 continue
             used.update((os_, ns))
             _merge_rename(o, n)
+            n["renamed_because"] = why
             merged.append(n)
     return merged
 
@@ -288,6 +308,94 @@ def regression_message(name: str, check: str, regs: list) -> str:
     return "\n".join([head] + body)
 
 
+def allocated_words(gc: dict) -> float | None:
+    """Words the program allocated per run, exactly, from its GC totals:
+    minor-heap words plus words allocated directly in the major heap
+    (major_words less promoted_words).  None when not recorded (a memtrace
+    trace has no GC totals)."""
+    if any(k not in gc for k in ("minor_words", "major_words", "promoted_words")):
+        return None
+    if not gc["minor_words"] and not gc["major_words"]:
+        return None
+    return gc["minor_words"] + gc["major_words"] - gc["promoted_words"]
+
+
+def stream(cur: Aggregate, base: Aggregate) -> dict:
+    """Both sides' allocation stream, as far as the moved rule needs it."""
+    return {"baseline_words": allocated_words(base.gc),
+            "current_words": allocated_words(cur.gc),
+            "same_sampling": cur.rate == base.rate and list(cur.seeds) == list(base.seeds),
+            "baseline_samples": base.total_samples, "current_samples": cur.total_samples}
+
+
+def stream_unchanged(st: dict | None) -> bool:
+    """The program allocated the same words, to the word, and (sampled at
+    the same rate and seeds) drew the same samples: so a site difference
+    can only be a difference of attribution (STATISTICS.md, "Moved")."""
+    if not st or st["baseline_words"] is None or st["current_words"] is None:
+        return False
+    return (st["baseline_words"] == st["current_words"] and st["same_sampling"]
+            and st["baseline_samples"] == st["current_samples"])
+
+
+def _words(r: dict, side: str) -> float:
+    return r[f"{side}_bytes"] / WORD_BYTES
+
+
+def apply_moves(b: dict) -> None:
+    """The moved rule over one benchmark's alloc, live and peak rows.
+
+    A site that allocates (or holds) more only because allocation moved
+    there from other sites is not a regression: its increase, less what
+    significant decreases at other sites of the same check account for
+    (assigned greedily, largest increase first), must itself reach
+    min_effect of the site's baseline to fail.  When the allocation stream
+    is unchanged (stream_unchanged) and the check's total is the same, every
+    difference is a move.  Rows explained by moves get status "moved" and
+    `moved_from` / `moved_to` lists of {site, words}; they never fail."""
+    unchanged_stream = stream_unchanged(b.get("stream"))
+    for key in SITE_CHECKS:
+        rows = [r for r in b.get(key) or [] if not r.get("renamed_to")]
+        for r in rows:
+            r.pop("moved_from", None)
+            r.pop("moved_to", None)
+        incs = sorted((r for r in rows if r.get("status") == "regression"),
+                      key=lambda r: (-(_words(r, "current") - _words(r, "baseline")), r["site"]))
+        if not incs:
+            continue
+        decs = sorted((r for r in rows if r["current_samples"] < r["baseline_samples"]
+                       and r.get("p_adj_decrease") is not None
+                       and r["p_adj_decrease"] < r["alpha"]),
+                      key=lambda r: (-(_words(r, "baseline") - _words(r, "current")), r["site"]))
+        pool = {r["site"]: _words(r, "baseline") - _words(r, "current") for r in decs}
+        unchanged = unchanged_stream and (
+            sum(r["current_samples"] for r in rows) == sum(r["baseline_samples"] for r in rows))
+        for r in incs:
+            need = _words(r, "current") - _words(r, "baseline")
+            got = []
+            for d in decs:
+                take = min(need - sum(w for _, w in got), pool[d["site"]])
+                if take > 0:
+                    got.append((d, take))
+            moved = sum(w for _, w in got)
+            for d, w in got:
+                pool[d["site"]] -= w
+            rest = need - moved
+            if not unchanged and rest > 0 and rest >= r["min_effect"] * _words(r, "baseline"):
+                if moved > 0:
+                    r["note"] = (f"at most {moved:.0f} of its {need:.0f} more words per run "
+                                 f"moved from other sites; the rest fails")
+                continue
+            r["status"] = "moved"
+            r["moved_from"] = [{"site": d["site"], "words": w} for d, w in got]
+            for d, w in got:
+                d.setdefault("moved_to", []).append({"site": r["site"], "words": w})
+        for d in decs:
+            if d.get("moved_to") and d.get("status") == "improvement" and \
+                    pool[d["site"]] < d["min_effect"] * _words(d, "baseline"):
+                d["status"] = "moved"
+
+
 def overhead_level(alpha: float, family: int) -> float:
     """The overhead check's level: alpha shared over the run's overhead
     checks (Bonferroni; each check's sign test is exact)."""
@@ -347,6 +455,7 @@ def decide_sites(report: dict) -> None:
     decide_family(rows)
     for b in report["benchmarks"].values():
         peak_must_rise(b.get("peak") or [], b.get("peak_summary"))
+        apply_moves(b)
     report["family"] = {"rows": len(rows),
                         "tests": sum(1 for r in rows if not r.get("renamed_to"))}
 
@@ -440,7 +549,8 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
             "notes": [], "overhead": None,
             "alloc": site_rows(name, "alloc", b, a, params),
             "live": site_rows(name, "live", b, a, params),
-            "gc": stats.gc_compare(a.gc, b.gc, gc_tolerance, gc_timing_tolerance)}
+            "gc": stats.gc_compare(a.gc, b.gc, gc_tolerance, gc_timing_tolerance),
+            "stream": stream(b, a)}
         if a.total_peak is not None and b.total_peak is not None:
             r["peak"] = site_rows(name, "peak", b, a, params)
             r["peak_summary"] = peak_summary(b, a)

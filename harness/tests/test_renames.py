@@ -78,12 +78,39 @@ def test_rename_with_a_real_increase_still_fails(tmp_path):
 
 
 def test_unrelated_code_with_equal_counts_is_not_a_rename(tmp_path):
-    """Same counts, but other lines and other callers: a vanished and a new site."""
+    """Same counts, but other lines and other callers: not one site renamed,
+    but the same allocation attributed elsewhere (a move, which passes)."""
     r, rep = compare(tmp_path, {"site": ("Main.f", "main.ml")},
                      {"site": ("Main.z", "main.ml"), "lines": (500, 501),
                       "caller": ("Main.other", "main.ml", 70)})
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert not any(x.get("renamed_from") for x in alloc(rep).values())
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = alloc(rep)
+    assert not any(x.get("renamed_from") for x in rows.values())
+    assert rows["Main.z @ main.ml"]["status"] == "moved"
+    assert rows["Main.z @ main.ml"]["moved_from"] == [
+        {"site": "Main.f @ main.ml", "words": rows["Main.f @ main.ml"]["baseline_bytes"] / 8}]
+    assert "Moved between sites" in r.stdout and "Renamed or moved" not in r.stdout
+
+
+def test_same_line_in_another_file_is_not_a_rename(tmp_path):
+    """Two files that share a line number (and, here, a caller chain) but
+    not the function: no rename pairing, and the row says nothing of one."""
+    r, rep = compare(tmp_path, {"site": ("Export.greedy.(fun)", "lib/ast.ml"), "lines": (257,)},
+                     {"site": ("Glob.many.lookahead", "lib/glob.ml"), "lines": (257,)})
+    rows = alloc(rep)
+    assert not any(x.get("renamed_from") for x in rows.values()), r.stdout
+    assert "Renamed or moved" not in r.stdout
+
+
+def test_each_rename_names_why_it_was_paired(tmp_path):
+    _, rep = compare(tmp_path, {"site": ("Lists.build", "benchmarks/lists.ml")},
+                     {"site": ("Trees.build", "benchmarks/trees.ml")})
+    assert alloc(rep)["Trees.build @ benchmarks/trees.ml"]["renamed_because"] == \
+        "the same function build in another file"
+    _, rep = compare(tmp_path / "2", {"site": ("Main.f", "main.ml")},
+                     {"site": ("Main.f_renamed", "main.ml")})
+    assert alloc(rep)["Main.f_renamed @ main.ml"]["renamed_because"] == \
+        "the same file and caller chain"
 
 
 def test_pairing_is_idempotent_and_survives_rerendering(tmp_path):
