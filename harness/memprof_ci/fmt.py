@@ -55,6 +55,9 @@ def fmt_delta(row: dict) -> str:
     """benchstat-like: the ratio and its interval, or ~ when not significant."""
     if row["baseline_samples"] == 0:
         return "new"
+    if row.get("exact"):
+        return "~" if row["current_samples"] == row["baseline_samples"] else \
+            f"{fmt_pct(row['ratio'])} (exact)"
     sig = (row.get("p_adj", 1) < row["alpha"]) or (row.get("p_adj_decrease", 1) < row["alpha"])
     if not sig:
         return "~"

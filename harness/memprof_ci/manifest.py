@@ -34,6 +34,7 @@ SETTINGS = {
     "overhead_tolerance": 0.10,
     "overhead_runs": 5,
     "grouping": "function",
+    "mode": "sampled",
     "timeout": 600.0,
 }
 # The settings that decide a verdict.  On a pull request they come from the
@@ -42,6 +43,8 @@ SETTINGS = {
 # benchmarks.
 VERDICT_SETTINGS = tuple(k for k in SETTINGS if k != "timeout")
 BENCH_ONLY = ("name", "command", "cwd", "env")
+MODES = ("sampled", "exact")
+EXACT_MIN_EFFECT = 0.01   # min_effect of an exact benchmark unless the manifest sets one
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -66,7 +69,15 @@ class Benchmark:
     overhead_tolerance: float = 0.10
     overhead_runs: int = 5
     grouping: str = "function"
+    # "exact": every word is counted (rate 1, so one run; the seed cannot
+    # change anything) and the site verdict needs no test (verdict.classify).
+    mode: str = "sampled"
     timeout: float = 600.0
+
+    def __post_init__(self):
+        if self.mode == "exact":
+            self.rate = 1.0
+            self.seeds = list(self.seeds[:1])
 
     def params(self) -> dict:
         return {"alpha": self.alpha, "min_effect": self.min_effect,
@@ -126,6 +137,10 @@ def _check_setting(where: str, key: str, v):
     if key == "gc_exact":
         if not isinstance(v, bool):
             raise bad(f"must be true or false, got {v!r}")
+        return v
+    if key == "mode":
+        if v not in MODES:
+            raise bad(f"must be one of {', '.join(MODES)}, got {v!r}")
         return v
     if key == "grouping":
         if v not in GROUPINGS:
@@ -213,6 +228,9 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
         for k in SETTINGS:
             if k in b:
                 settings[k] = _check_setting(where, k, b[k])
+        if settings["mode"] == "exact" and "min_effect" not in b and "min_effect" not in d:
+            # Counted, not sampled: a smaller change is no noise.
+            settings["min_effect"] = EXACT_MIN_EFFECT
         out.append(Benchmark(
             name=name,
             command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],

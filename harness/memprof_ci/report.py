@@ -47,7 +47,9 @@ def moves(report: dict) -> list:
     [benchmark, check, from, to, bytes per run], largest first; a moved row
     whose sources are no single significant site reads "(other sites)"."""
     out = []
-    for r in all_site_rows(report, "moved"):
+    for r in all_site_rows(report):
+        if r.get("status") != "moved" and not r.get("moved_from"):
+            continue
         srcs = r.get("moved_from") or []
         if not srcs and r["current_samples"] > r["baseline_samples"]:
             srcs = [{"site": "(other sites)",

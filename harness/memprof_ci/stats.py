@@ -126,7 +126,7 @@ def site_rows(benchmark: str, check: str, cur_sites: dict, base_sites: dict,
             "ratio": finite_or_none(t["ratio"][i]), "ci_low": finite_or_none(t["lo"][i]), "ci_high": finite_or_none(t["hi"][i]),
             "p_raw": float(t["p_inc"][i]), "p_raw_decrease": float(t["p_dec"][i]),
             "alpha": params["alpha"], "min_effect": params["min_effect"],
-            "min_share": params["min_share"],
+            "min_share": params["min_share"], "exact": bool(params.get("exact")),
         })
     return rows
 
@@ -146,8 +146,13 @@ def adjust_family(rows: list[dict], two_sided: bool = False) -> None:
     p-values of an increase and of a decrease, and "mde" the smallest
     increase the test would detect with POWER at alpha / m.  Two-sided
     (proposed-baseline agreement): "p_adj" is the adjusted doubled smaller
-    tail.
+    tail.  Rows counted exactly (every word, "exact") are no tests: they
+    stay out of the family, with no p-values and an MDE of 0.
     """
+    for r in rows:
+        if r.get("exact"):
+            r.update(p_adj=None, p_adj_decrease=None, mde=0.0)
+    rows = [r for r in rows if not r.get("exact")]
     m = len(rows)
     if m == 0:
         return

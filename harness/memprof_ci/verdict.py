@@ -68,6 +68,9 @@ def classify(rows: list, two_sided: bool = False) -> None:
     for r in rows:
         ratio = r["ratio"]
         relevant = r["share"] >= r["min_share"]
+        if r.get("exact"):
+            _classify_exact(r, ratio, relevant, two_sided)
+            continue
         if two_sided:
             big = True if ratio is None else abs(ratio - 1) >= r["min_effect"]
             r["status"] = "mismatch" if r["p_adj"] < r["alpha"] and big and relevant else "~"
@@ -83,6 +86,32 @@ def classify(rows: list, two_sided: bool = False) -> None:
             if r["p_adj"] < r["alpha"]:
                 r["note"] = ("increase below min_effect" if inc < r["min_effect"]
                              else "below min_share")
+
+
+def _classify_exact(r: dict, ratio, relevant: bool, two_sided: bool) -> None:
+    """Counted rows: the change is known, so the rule is its size alone."""
+    change = math.inf if ratio is None else ratio - 1
+    if two_sided:
+        r["status"] = "mismatch" if abs(change) >= r["min_effect"] and relevant and change \
+            else "~"
+    elif change >= r["min_effect"] and relevant and change > 0:
+        r["status"] = "regression"
+    elif -change >= r["min_effect"] and relevant and change < 0:
+        r["status"] = "improvement"
+    else:
+        r["status"] = "~"
+        if change > 0:
+            r["note"] = ("increase below min_effect" if change < r["min_effect"]
+                         else "below min_share")
+
+
+def decreased(r: dict) -> bool:
+    """The site allocates (holds) less: significantly, or, counted, at all."""
+    if r["current_samples"] >= r["baseline_samples"]:
+        return False
+    if r.get("exact"):
+        return True
+    return r.get("p_adj_decrease") is not None and r["p_adj_decrease"] < r["alpha"]
 
 
 def decide_family(rows: list, two_sided: bool = False) -> None:
@@ -157,8 +186,11 @@ def pair_renames(rows: list) -> list:
         cands = []
         for o in gone:
             for n in new:
-                p = _two_sided_p(n["current_samples"], o["baseline_samples"],
-                                 n["current_exposure"], o["baseline_exposure"])
+                if n.get("exact"):
+                    p = 1.0 if n["current_samples"] == o["baseline_samples"] else 0.0
+                else:
+                    p = _two_sided_p(n["current_samples"], o["baseline_samples"],
+                                     n["current_exposure"], o["baseline_exposure"])
                 why = _same_code(o, n) if p > n["alpha"] else None
                 if why:
                     cands.append((-p, o["site"], n["site"], o, n, why))
@@ -249,6 +281,7 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     """Rows of the `alloc`, `live` (at exit) or `peak` (live at the peak)
     check: the same test on each site's counts of that kind."""
     ct, bt = _total(cur, check), _total(base, check)
+    params = dict(params, exact=cur.rate == 1 and base.rate == 1)
     rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
                            ct, bt, cur.exposure, base.exposure, params)
     # Caller chains, for telling a rename from a new site: only where one
@@ -304,7 +337,8 @@ def regression_message(name: str, check: str, regs: list) -> str:
     body = [f"  {r['site']}{' (via ' + r['via'] + ')' if r.get('via') else ''}"
             f"{' (renamed or moved from ' + r['renamed_from'] + ')' if r.get('renamed_from') else ''}: "
             f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
-            f"{fmt_delta(r)}, p(Holm)={fmt_p(r['p_adj'])}" for r in worst_first(regs)]
+            f"{fmt_delta(r)}" + ("" if r.get("exact") else f", p(Holm)={fmt_p(r['p_adj'])}")
+            for r in worst_first(regs)]
     return "\n".join([head] + body)
 
 
@@ -342,54 +376,82 @@ def _words(r: dict, side: str) -> float:
     return r[f"{side}_bytes"] / WORD_BYTES
 
 
+def _by_change(rows: list, sign: int) -> list:
+    return sorted(rows, key=lambda r: (-sign * (_words(r, "current") - _words(r, "baseline")),
+                                       r["site"]))
+
+
+def _assign(r: dict, decs: list, pool: dict) -> list:
+    """Take r's increase from the decreases' remaining pool, greedily."""
+    need = _words(r, "current") - _words(r, "baseline")
+    got = []
+    for d in decs:
+        take = min(need - sum(w for _, w in got), pool[d["site"]])
+        if take > 0:
+            got.append((d, take))
+            pool[d["site"]] -= take
+    return got
+
+
+def _moved(r: dict, got: list, relabel: bool = True) -> None:
+    if relabel:
+        r["status"] = "moved"
+    r["moved_from"] = [{"site": d["site"], "words": w} for d, w in got]
+    for d, w in got:
+        d.setdefault("moved_to", []).append({"site": r["site"], "words": w})
+
+
+def _same_total(rows: list) -> bool:
+    """The check's estimated total moved by less than min_effect: exactly
+    for allocation under an unchanged stream; what is live at exit or at
+    the peak also follows the GC's schedule, which a new binary shifts."""
+    cur = sum(_words(r, "current") for r in rows)
+    base = sum(_words(r, "baseline") for r in rows)
+    return abs(cur - base) < rows[0]["min_effect"] * base if base else cur == 0
+
+
 def apply_moves(b: dict) -> None:
     """The moved rule over one benchmark's alloc, live and peak rows.
 
-    A site that allocates (or holds) more only because allocation moved
-    there from other sites is not a regression: its increase, less what
-    significant decreases at other sites of the same check account for
-    (assigned greedily, largest increase first), must itself reach
-    min_effect of the site's baseline to fail.  When the allocation stream
-    is unchanged (stream_unchanged) and the check's total is the same, every
-    difference is a move.  Rows explained by moves get status "moved" and
-    `moved_from` / `moved_to` lists of {site, words}; they never fail."""
+    When the allocation stream is unchanged (stream_unchanged) and the
+    check's total is the same (_same_total), every difference is a move: each regression
+    and improvement becomes "moved".  Otherwise a site that allocates (or
+    holds) more is a regression only by what is left of its increase once
+    the decreases at other sites of the same check (significant ones, or
+    any when counted exactly) are taken from, largest increase first: that
+    rest must itself be positive and reach min_effect of the site's
+    baseline.  Rows explained by moves get status "moved" and `moved_from`
+    / `moved_to` lists of {site, words}; they never fail."""
     unchanged_stream = stream_unchanged(b.get("stream"))
     for key in SITE_CHECKS:
         rows = [r for r in b.get(key) or [] if not r.get("renamed_to")]
         for r in rows:
             r.pop("moved_from", None)
             r.pop("moved_to", None)
-        incs = sorted((r for r in rows if r.get("status") == "regression"),
-                      key=lambda r: (-(_words(r, "current") - _words(r, "baseline")), r["site"]))
-        if not incs:
-            continue
-        decs = sorted((r for r in rows if r["current_samples"] < r["baseline_samples"]
-                       and r.get("p_adj_decrease") is not None
-                       and r["p_adj_decrease"] < r["alpha"]),
-                      key=lambda r: (-(_words(r, "baseline") - _words(r, "current")), r["site"]))
-        pool = {r["site"]: _words(r, "baseline") - _words(r, "current") for r in decs}
-        unchanged = unchanged_stream and (
-            sum(r["current_samples"] for r in rows) == sum(r["baseline_samples"] for r in rows))
-        for r in incs:
-            need = _words(r, "current") - _words(r, "baseline")
-            got = []
+        if unchanged_stream and rows and _same_total(rows):
+            decs = _by_change([r for r in rows if r["current_samples"] < r["baseline_samples"]], -1)
+            pool = {d["site"]: _words(d, "baseline") - _words(d, "current") for d in decs}
+            for r in _by_change([r for r in rows if r["current_samples"] > r["baseline_samples"]], 1):
+                got = _assign(r, decs, pool)
+                if r.get("status") == "regression" or got:
+                    _moved(r, got, relabel=r.get("status") == "regression")
             for d in decs:
-                take = min(need - sum(w for _, w in got), pool[d["site"]])
-                if take > 0:
-                    got.append((d, take))
+                if d.get("status") == "improvement":
+                    d["status"] = "moved"
+            continue
+        incs = _by_change([r for r in rows if r.get("status") == "regression"], 1)
+        decs = _by_change([r for r in rows if decreased(r)], -1)
+        pool = {d["site"]: _words(d, "baseline") - _words(d, "current") for d in decs}
+        for r in incs:
+            got = _assign(r, decs, pool)
             moved = sum(w for _, w in got)
-            for d, w in got:
-                pool[d["site"]] -= w
-            rest = need - moved
-            if not unchanged and rest > 0 and rest >= r["min_effect"] * _words(r, "baseline"):
+            rest = _words(r, "current") - _words(r, "baseline") - moved
+            if rest > 0 and rest >= r["min_effect"] * _words(r, "baseline"):
                 if moved > 0:
-                    r["note"] = (f"at most {moved:.0f} of its {need:.0f} more words per run "
-                                 f"moved from other sites; the rest fails")
+                    r["note"] = (f"at most {moved:.0f} of its {moved + rest:.0f} more words per "
+                                 f"run moved from other sites; the rest fails")
                 continue
-            r["status"] = "moved"
-            r["moved_from"] = [{"site": d["site"], "words": w} for d, w in got]
-            for d, w in got:
-                d.setdefault("moved_to", []).append({"site": r["site"], "words": w})
+            _moved(r, got)
         for d in decs:
             if d.get("moved_to") and d.get("status") == "improvement" and \
                     pool[d["site"]] < d["min_effect"] * _words(d, "baseline"):
