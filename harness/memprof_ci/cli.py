@@ -32,7 +32,7 @@ from .errors import ConfigError, InfraError, MemprofError
 from .manifest import judged_with, load_manifest, parse_shard, shard_names
 from .mdsafe import printable
 from .merge import merge
-from .plan import plan_benchmark, render as render_plan
+from .plan import family_size, plan_benchmark, render as render_plan, stated_power
 from .plugin import MemprofPlugin, finish_report
 from .report import render_markdown, render_terminal
 from .report_doc import new_report, to_json
@@ -41,7 +41,7 @@ from .scaffold import files, init
 from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
-from .verdict import compare_report, decide
+from .verdict import POWER_SHARE, compare_report, decide
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -135,9 +135,7 @@ def cmd_plan(args) -> int:
     if not bases:
         raise ConfigError(f"{args.baselines}: no baselines for the benchmarks of "
                           f"{args.manifest}; record them with `memprof-ci update-baselines`")
-    # Holm runs over every alloc and live row of a check: that many tests.
-    family = sum(len(x.sites) + sum(1 for s in x.sites.values() if s.live_samples)
-                 for x in bases.values())
+    family = family_size(bases.values())
     plans = [plan_benchmark(b, bases[b.name], family, args.target_mde, args.target_share)
              for b in man.benchmarks if b.name in bases]
     print(render_plan(plans, args.target_mde, args.target_share), end="")
@@ -348,9 +346,14 @@ def _run_check(args) -> int:
 def _run_update(args) -> int:
     with _session(args, "update") as (ctx, _):
         rep = finish_report(ctx, _run_items(ctx, args))
-        for name, b in sorted(rep["benchmarks"].items()):
-            if b.get("baseline_written"):
-                print(f"memprof-ci: wrote {b['baseline_written']}")
+        written = {name: ctx.measurements.peek(name) for name, b in rep["benchmarks"].items()
+                   if b.get("baseline_written")}
+        family = family_size(a for a in written.values() if a is not None)
+        for name in sorted(written):
+            print(f"memprof-ci: wrote {rep['benchmarks'][name]['baseline_written']}")
+            if written[name] is not None:
+                print("memprof-ci:   " + stated_power(ctx.benches[name], written[name], family,
+                                                      POWER_SHARE))
         for name, b in sorted(rep["benchmarks"].items()):
             if b.get("over_budget") and not args.strict:
                 print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 
 from . import baseline as bl
+from . import rows as R
 from . import runner
 from . import verdict as V
 from .errors import MemprofError
@@ -156,7 +157,7 @@ class Proposals:
         if self._diff is None:
             ctx = self.ctx
             names = sorted(set(ctx.benches) | set(ctx.missing))
-            self._diff = V.diff_baselines(*ctx.baselines.both(names))
+            self._diff = R.diff_baselines(*ctx.baselines.both(names))
             ctx.report["proposed_baselines"] = self._diff
         return self._diff
 
@@ -182,7 +183,7 @@ class Proposals:
         msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
                 f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
                 f"p(Holm)={x['p_adj']:.2g})" for x in bad]
-        for g in V.gc_rows(prop.gc, cur.gc, ctx.benches[name]):
+        for g in R.gc_rows(prop.gc, cur.gc, ctx.benches[name]):
             if g["status"] != "~":
                 msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
                             f"{g['current']:.0f}")
@@ -209,7 +210,7 @@ class Proposals:
             checks = ["alloc", "live"] + (
                 ["peak"] if prop.total_peak is not None and cur.total_peak is not None else [])
             ctx.result(name)["proposed"] = [row for check in checks
-                                            for row in V.site_rows(name, check, cur, prop, params)]
+                                            for row in R.site_rows(name, check, cur, prop, params)]
         V.decide_proposed(ctx.report)
 
 
@@ -326,7 +327,7 @@ class Context:
             except MemprofError:
                 continue  # reported by this benchmark's own items
             r = self.result(name)
-            r["stream"] = V.stream(cur, base)
+            r["stream"] = R.stream(cur, base)
             params = self.benches[name].params()
             mine = {it.check for it in self.items if it.bench == name}
             for key, check in V.SITE_CHECKS.items():
@@ -335,8 +336,8 @@ class Context:
                 if key == "peak":
                     if base.total_peak is None or cur.total_peak is None:
                         continue
-                    r["peak_summary"] = V.peak_summary(cur, base)
-                r[key] = V.site_rows(name, key, cur, base, params)
+                    r["peak_summary"] = R.peak_summary(cur, base)
+                r[key] = R.site_rows(name, key, cur, base, params)
             if base.ocaml_version != cur.ocaml_version:
                 r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
                                   f"{cur.ocaml_version}")

@@ -40,6 +40,26 @@ def site_mdes(base, share: float, alpha: float, family: int, factor: float = 1.0
     return [(k, c / total, float(m)) for (k, c), m in zip(sites, mde)]
 
 
+def family_size(bases) -> int:
+    """Holm's family in a check of these baselines: every alloc site and
+    every site with live samples."""
+    return sum(len(x.sites) + sum(1 for s in x.sites.values() if s.live_samples)
+               for x in bases)
+
+
+def stated_power(bench, base, family: int, share: float) -> str:
+    """One line: what the benchmark's settings detect (80% power) at its
+    largest site and at every site holding `share`, from its baseline."""
+    if base.rate == 1:
+        return f"{bench.name}: counted exactly; fails at +{bench.min_effect:.0%} at a site"
+    m = site_mdes(base, share, bench.alpha, family)
+    if not m:
+        return f"{bench.name}: no site holds {share:.0%} of the allocation"
+    worst = max(x[2] for x in m)
+    return (f"{bench.name}: detects +{m[0][2]:.1%} at its largest site and "
+            f"+{worst:.1%} at every site holding >= {share:.0%} (80% power)")
+
+
 def needed_factor(base, share: float, alpha: float, family: int, target: float) -> float | None:
     """Least factor (on a 2^(1/4) grid) at which every site holding `share`
     has an MDE <= target, or None beyond MAX_FACTOR."""

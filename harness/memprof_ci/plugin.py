@@ -21,7 +21,8 @@ import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import overhead
+from . import overhead, stats
+from . import rows as R
 from . import verdict as V
 from .context import Context
 from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
@@ -156,10 +157,10 @@ class GcTotalsItem(CheckItem):
     def runtest(self):
         base = self.need_baseline()
         cur = self.ctx.profiles(self.bench)
-        rows = V.gc_rows(base.gc, cur.gc, self.benchmark)
+        rows = R.gc_rows(base.gc, cur.gc, self.benchmark)
         r = self.ctx.result(self.bench)
         r["gc"] = rows
-        gone = [k for k in V.stats.GC_COUNTERS if k not in {g["counter"] for g in rows}]
+        gone = [k for k in stats.GC_COUNTERS if k not in {g["counter"] for g in rows}]
         if gone:
             r["notes"].append(f"GC check without {', '.join(gone)}: not recorded in the "
                               f"baseline or the profiles")

@@ -10,7 +10,7 @@ external string (names, messages, notes) reaches the Markdown and the
 terminal only through mdsafe.
 The terminal follows benchstat: the headline and the status table always,
 a benchmark's site table only when one of its sites changed significantly
-(every benchmark's with verbose=True).  A site that verdict.pair_renames
+(every benchmark's with verbose=True).  A site that moves.pair_renames
 folded into its new name (`renamed_to`) is never listed on its own; the
 merged row reads "new (renamed or moved from old)".  report_html.py renders
 the same dictionary as HTML.
@@ -37,13 +37,13 @@ def all_site_rows(report: dict, status: str | None = None) -> list:
 
 
 def renamed_rows(report: dict) -> list:
-    """Merged rename rows (verdict.pair_renames), by benchmark, check and site."""
+    """Merged rename rows (moves.pair_renames), by benchmark, check and site."""
     return sorted((r for r in all_site_rows(report) if r.get("renamed_from")),
                   key=lambda r: (r["benchmark"], r["check"], r["site"]))
 
 
 def moves(report: dict) -> list:
-    """Allocation that moved between sites (verdict.apply_moves):
+    """Allocation that moved between sites (moves.apply_moves):
     [benchmark, check, from, to, bytes per run], largest first; a moved row
     whose sources are no single significant site reads "(other sites)"."""
     out = []
@@ -116,6 +116,18 @@ def _check_cell(b: dict, check: str, md: bool) -> str:
         sym = {"ok": "✅", "FAIL": "❌", "ERROR": "⚠️ error", "skip": "⏭️", "-": "-",
                "accepted": "☑️ accepted"}[sym]
     return sym
+
+
+def power_cell(b: dict) -> str:
+    """The alloc check's power (verdict.power): the smallest increase found
+    with 80% probability at the largest site, then at every site holding
+    >= 1%; "exact" when counted."""
+    p = b.get("power")
+    if not p:
+        return "-"
+    if p["exact"]:
+        return "exact"
+    return f"{fmt_mde(p['largest_mde'])}..{fmt_mde(p['worst_mde'])}"
 
 
 def _overhead_cell(b: dict, md: bool = False) -> str:
@@ -238,7 +250,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
-                    + [_overhead_cell(b)])
+                    + [power_cell(b), _overhead_cell(b)])
     peaks = peak_lines(report)
     if peaks:
         out.append("")
@@ -246,7 +258,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.extend("  " + mdsafe.printable(x) for x in peaks)
     if rows:
         out.append("")
-        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "overhead"],
+        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "detects",
+                           "overhead"],
                           rows))
     imps = improvements(report)
     if imps:
@@ -375,11 +388,12 @@ def _md_verdict_tables(report: dict) -> list:
         out.append("### Benchmarks")
         out.append("")
         out.append("| benchmark | alloc sites | GC totals | live at exit | live at peak "
-                   "| overhead [95% CI] |")
-        out.append("|---|:-:|:-:|:-:|:-:|--:|")
+                   "| detects (80% power) | overhead [95% CI] |")
+        out.append("|---|:-:|:-:|:-:|:-:|--:|--:|")
         for name, b in sorted(report["benchmarks"].items()):
             cells = [_check_cell(b, c, True) for c in STATUS_CHECKS]
-            out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells) + f" | {_overhead_cell(b, True)} |")
+            out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells)
+                       + f" | {power_cell(b)} | {_overhead_cell(b, True)} |")
         out.append("")
     return out
 

@@ -42,7 +42,7 @@ import urllib.parse
 
 from . import mdsafe
 from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p
-from .report import STATUS_CHECKS, headline, peak_lines, preamble
+from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
 from .stackgraph import NODE_ALPHA, graph_data
 
@@ -401,13 +401,14 @@ def render_html(report: dict, env=None) -> str:
     out.append('<h2>Benchmarks</h2><table class="status sortable" id="status"><thead><tr>'
                '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
                '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
-               '<th data-t="s">live at peak</th>'
+               '<th data-t="s">live at peak</th><th data-t="s">detects (80% power)</th>'
                '<th data-t="s">overhead [95% CI]</th></tr></thead><tbody>')
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
         cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")
         out.append(f'<tr><td data-v="{esc(name)}"><a href="#bench-{bi}">{esc(name)}</a></td>'
-                   f'{cells}<td data-v="">{esc(_overhead_text(b))}</td></tr>')
+                   f'{cells}<td data-v="">{esc(power_cell(b))}</td>'
+                   f'<td data-v="">{esc(_overhead_text(b))}</td></tr>')
     out.append("</tbody></table>")
     peaks = peak_lines(report)
     if peaks:

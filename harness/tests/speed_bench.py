@@ -22,7 +22,8 @@ from harness_testlib import make_profile
 from memprof_ci.atomicio import write_atomic
 from memprof_ci.baseline import dumps, to_document
 from memprof_ci.sides import load_side
-from memprof_ci.verdict import decide, site_rows
+from memprof_ci.rows import site_rows
+from memprof_ci.verdict import decide
 from memprof_ci.report import render_markdown, render_terminal
 from memprof_ci.report_doc import new_report, to_json
 

@@ -1,6 +1,6 @@
 """Renames and moves: one 'renamed or moved' row instead of a vanished and a
 new site, passing when the counts cannot be told apart, failing when the
-renamed code also allocates more (verdict.pair_renames)."""
+renamed code also allocates more (moves.pair_renames)."""
 
 import json
 import os

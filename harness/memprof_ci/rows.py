@@ -1,0 +1,149 @@
+"""Comparison rows: what the checks compare, built from two Aggregates.
+
+Per benchmark and check (alloc, live at exit, live at the peak) one row per
+site seen on either side, with both counts, exposures, the exact test's raw
+p-values and interval (stats.site_rows), and the evidence renames need (line
+detail, heaviest caller chains); the GC totals' rows; the allocation stream
+that the moved rule reads; and what a pull request's proposed baselines
+change.  Invariants: nothing is decided here (statuses come from
+verdict.py); rows are plain JSON-able dicts, so `merge` re-decides them
+exactly as a single run would.
+"""
+
+from __future__ import annotations
+
+from . import stats
+from .sites import Aggregate
+
+CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
+CALLER_CHAINS = 3   # heaviest caller chains kept per vanished or new site
+
+
+def _callers(agg: Aggregate, check: str) -> dict:
+    """Site key -> its heaviest caller chains (the CALLER_FRAMES frames
+    nearest the site frame, outermost first, joined by " > ")."""
+    if agg.stacks is None:
+        return {}
+    weight: dict = {}
+    for labels, key, pos, n, live in agg.stacks:
+        w = n if check == "alloc" else live
+        if not w or pos is None:
+            continue
+        chain = " > ".join(labels[max(0, pos - CALLER_FRAMES):pos]) or "(root)"
+        d = weight.setdefault(key, {})
+        d[chain] = d.get(chain, 0) + w
+    return {k: [c for c, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:CALLER_CHAINS]]
+            for k, d in weight.items()}
+
+
+def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
+    """The GC totals compared with the benchmark's tolerances: the counters
+    that follow GC timing get gc_timing_tolerance unless the benchmark is
+    declared gc_exact (STATISTICS.md)."""
+    timing = bench.gc_tolerance if bench.gc_exact else bench.gc_timing_tolerance
+    return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, timing)
+
+
+def _count(s, check: str) -> int:
+    return {"alloc": s.samples, "live": s.live_samples, "peak": s.peak_samples}[check]
+
+
+def _total(agg: Aggregate, check: str) -> int:
+    return {"alloc": agg.total_samples, "live": agg.total_live,
+            "peak": agg.total_peak or 0}[check]
+
+
+def _site_map(agg: Aggregate, check: str) -> dict:
+    out = {}
+    for k, s in agg.sites.items():
+        n = _count(s, check)
+        if n == 0 and check != "alloc":
+            continue
+        top_via = s.via.most_common(1)[0][0] if s.via else None
+        lines = s.lines if check == "alloc" else s.live_lines
+        out[k] = (n, {"file": s.file, "function": s.function, "line": s.line, "via": top_via,
+                      "lines": {str(a): b for a, b in lines.items()}})
+    return out
+
+
+def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
+    """Rows of the `alloc`, `live` (at exit) or `peak` (live at the peak)
+    check: the same test on each site's counts of that kind."""
+    ct, bt = _total(cur, check), _total(base, check)
+    params = dict(params, exact=cur.rate == 1 and base.rate == 1)
+    rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
+                           ct, bt, cur.exposure, base.exposure, params)
+    # Caller chains, for telling a rename from a new site: only where one
+    # side has no samples (the only rows pair_renames looks at).
+    cc, bc = _callers(cur, check), _callers(base, check)
+    for r in rows:
+        if r["current_samples"] == 0 and r["site"] in bc:
+            r["callers"] = bc[r["site"]]
+        elif r["baseline_samples"] == 0 and r["site"] in cc:
+            r["callers"] = cc[r["site"]]
+    return rows
+
+
+def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
+    """Sampled live words at the peak (estimated: samples / exposure), both
+    sides, for the peak check's report line."""
+    return {"baseline_words": (base.total_peak or 0) / base.exposure,
+            "current_words": (cur.total_peak or 0) / cur.exposure}
+
+
+def allocated_words(gc: dict) -> float | None:
+    """Words the program allocated per run, exactly, from its GC totals:
+    minor-heap words plus words allocated directly in the major heap
+    (major_words less promoted_words).  None when not recorded (a memtrace
+    trace has no GC totals)."""
+    if any(k not in gc for k in ("minor_words", "major_words", "promoted_words")):
+        return None
+    if not gc["minor_words"] and not gc["major_words"]:
+        return None
+    return gc["minor_words"] + gc["major_words"] - gc["promoted_words"]
+
+
+def stream(cur: Aggregate, base: Aggregate) -> dict:
+    """Both sides' allocation stream, as far as the moved rule needs it."""
+    return {"baseline_words": allocated_words(base.gc),
+            "current_words": allocated_words(cur.gc),
+            "same_sampling": cur.rate == base.rate and list(cur.seeds) == list(base.seeds),
+            "baseline_samples": base.total_samples, "current_samples": cur.total_samples}
+
+
+def diff_baselines(trusted: dict, proposed: dict) -> dict:
+    """What a PR's proposed baselines change relative to the trusted ones."""
+    out = {}
+    for name in sorted(set(trusted) | set(proposed)):
+        t, p = trusted.get(name), proposed.get(name)
+        if t is None:
+            out[name] = {"status": "added", "sites": []}
+            continue
+        if p is None:
+            out[name] = {"status": "removed", "sites": []}
+            continue
+        sites = []
+        for k in sorted(set(t.sites) | set(p.sites)):
+            ts = t.sites[k].samples if k in t.sites else 0
+            ps = p.sites[k].samples if k in p.sites else 0
+            tl = t.sites[k].live_samples if k in t.sites else 0
+            pl = p.sites[k].live_samples if k in p.sites else 0
+            tk = t.sites[k].peak_samples if k in t.sites else 0
+            pk = p.sites[k].peak_samples if k in p.sites else 0
+            if ts == ps and tl == pl and tk == pk:
+                continue
+            tb, pb = t.bytes_of(ts), p.bytes_of(ps)
+            sites.append({"site": k, "trusted_samples": ts, "proposed_samples": ps,
+                          "trusted_live_samples": tl, "proposed_live_samples": pl,
+                          "trusted_peak_samples": tk, "proposed_peak_samples": pk,
+                          "trusted_bytes": tb, "proposed_bytes": pb,
+                          "ratio": (pb / tb) if tb else None})
+        sites.sort(key=lambda s: (-abs(s["proposed_bytes"] - s["trusted_bytes"]), s["site"]))
+        gc = [{"counter": c, "trusted": t.gc.get(c, 0), "proposed": p.gc.get(c, 0)}
+              for c in stats.GC_COUNTERS if t.gc.get(c) != p.gc.get(c)]
+        cfg_t = (t.rate, t.seeds, t.frames, t.grouping)
+        cfg_p = (p.rate, p.seeds, p.frames, p.grouping)
+        changed = bool(sites or gc or cfg_t != cfg_p)
+        out[name] = {"status": "changed" if changed else "unchanged", "sites": sites, "gc": gc,
+                     "config_changed": cfg_t != cfg_p}
+    return {"benchmarks": out}
