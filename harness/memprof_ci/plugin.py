@@ -38,6 +38,8 @@ MARKERS = {
     "overhead": "profiling overhead check (hyperfine)",
     "proposed_baseline": "proposed baselines agree with the measured code",
     "update_baseline": "rewrite a benchmark's baseline",
+    "profile": "run a benchmark for a later judge (memprof-ci profile)",
+    "present": "a benchmark with a trusted baseline is still in the manifest",
 }
 
 

@@ -365,3 +365,17 @@ def test_patch_id_mismatch_is_named_first(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     md = open(tmp_path / "rep" / "report.md").read()
     assert "alpha: recorded with runtime patch aaaa, measured with bbbb" in md.split("### ")[0]
+
+
+def test_every_item_marker_is_registered(tmp_path):
+    # profile, check (with a benchmark only the baselines still have) and
+    # update-baselines: pytest knows each item's markers, so none warns.
+    project(tmp_path)
+    update(tmp_path)
+    runs = [cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run",
+                "--no-overhead", "-k", "alpha")]
+    (tmp_path / "baselines" / "gone.json").write_text(
+        (tmp_path / "baselines" / "alpha.json").read_text())
+    runs.append(cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--no-overhead"))
+    for r in runs:
+        assert "PytestUnknownMarkWarning" not in r.stdout + r.stderr, r.stdout
