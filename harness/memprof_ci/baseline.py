@@ -61,7 +61,7 @@ def git_commit(cwd: str | None = None) -> str | None:
 
 
 def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
-                commit: str | None) -> dict:
+                commit: str | None, plan: dict | None = None) -> dict:
     return {
         "format": FORMAT, "version": VERSION,
         "profile_format_version": PROFILE_VERSION,
@@ -72,7 +72,8 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "git_commit": commit,
         "config": {"rate": agg.rate, "seeds": list(agg.seeds), "frames": agg.frames,
                    "grouping": agg.grouping,
-                   **({"peak": PEAK_EVENTS} if agg.total_peak is not None else {})},
+                   **({"peak": PEAK_EVENTS} if agg.total_peak is not None else {}),
+                   **({"plan": plan} if plan else {})},
         "totals": {"samples": agg.total_samples, "live_samples": agg.total_live,
                    **({"peak_samples": agg.total_peak} if agg.total_peak is not None else {})},
         "gc": agg.gc,
@@ -121,6 +122,28 @@ def dumps(doc: dict) -> str:
             text = json.dumps(v, sort_keys=True, indent=2, ensure_ascii=False)
             parts.append(f"  {one(k)}: " + text.replace("\n", "\n  "))
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _plan(plan, rate: float, seeds: list) -> dict | None:
+    """config.plan (plan.plan_sampling): the settings a manifest's `detect`
+    planned; they must be the ones the baseline was recorded with."""
+    if plan is None:
+        return None
+    if not isinstance(plan, dict):
+        raise InputError("config.plan must be an object")
+    out = {"detect": V.finite(plan.get("detect"), "config.plan.detect", lo=0, hi=1,
+                              lo_open=True),
+           "from_rate": V.finite(plan.get("from_rate"), "config.plan.from_rate", lo=0,
+                                 hi=1, lo_open=True)}
+    for k in ("seeds", "from_seeds"):
+        v = plan.get(k)
+        if not (isinstance(v, list) and v and len(v) <= 10_000):
+            raise InputError(f"config.plan.{k} must be a non-empty list")
+        out[k] = [V.count(x, f"config.plan.{k}[{i}]") for i, x in enumerate(v)]
+    out["rate"] = V.finite(plan.get("rate"), "config.plan.rate", lo=0, hi=1, lo_open=True)
+    if out["rate"] != rate or out["seeds"] != list(seeds):
+        raise InputError("config.plan does not match config.rate and config.seeds")
+    return dict(plan, **out)
 
 
 def is_baseline_doc(doc) -> bool:
@@ -284,7 +307,8 @@ def parse_baseline(doc, path: str) -> Aggregate:
                         sites=sites, sources=[path])
         if "peak_samples" in totals and cfg.get("peak") == PEAK_EVENTS:
             agg.total_peak = V.count(totals["peak_samples"], "totals.peak_samples")
-        meta = {"overhead": parse_record(doc.get("overhead"), "overhead"),
+        meta = {"plan": _plan(cfg.get("plan"), rate, seeds),
+                "overhead": parse_record(doc.get("overhead"), "overhead"),
                 "patch_id": V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200),
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
                                      limit=200),

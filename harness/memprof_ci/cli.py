@@ -32,7 +32,8 @@ from .errors import ConfigError, InfraError, MemprofError
 from .manifest import judged_with, load_manifest, parse_shard, shard_names
 from .mdsafe import printable
 from .merge import merge
-from .plan import family_size, plan_benchmark, render as render_plan, stated_power
+from . import plan as P
+from .plan import family_size, plan_benchmark, plan_line, render as render_plan, stated_power
 from .plugin import MemprofPlugin, finish_report
 from .report import render_markdown, render_terminal
 from .report_doc import new_report, to_json
@@ -250,11 +251,25 @@ def _patch_notes(report: dict, running: list) -> list:
             for rec, names in sorted(by_patch.items())]
 
 
+def _recorded_plan(baselines_dir: str, bench) -> dict | None:
+    """The `detect` plan of the benchmark's baseline, if it has one and loads:
+    profile mode only chooses how to run from it; the judge verifies it."""
+    path = bl.baseline_path(baselines_dir, bench.name)
+    if bench.detect is None or not os.path.lexists(path):
+        return None
+    try:
+        return bl.load_baseline(path, bench.name).meta.get("plan")
+    except MemprofError:
+        return None
+
+
 @contextlib.contextmanager
 def _session(args, mode: str):
     """The planned run's Context in a scratch directory removed afterwards;
     yields (ctx, the patch ids of a --from-run run)."""
     man, benches, missing, shard, changes, run_entries, patch_ids = _plan(args, mode)
+    if mode == "profile":
+        benches = [P.planned(b, _recorded_plan(args.baselines, b)) for b in benches]
     check = mode == "check"
     proposed = args.proposed_baselines if check else None
     profiles_dir = (runstore.profiles_dir(os.path.abspath(args.out)) if mode == "profile" else
@@ -351,6 +366,9 @@ def _run_update(args) -> int:
         family = family_size(a for a in written.values() if a is not None)
         for name in sorted(written):
             print(f"memprof-ci: wrote {rep['benchmarks'][name]['baseline_written']}")
+            if rep["benchmarks"][name].get("plan"):
+                print("memprof-ci:   " + plan_line(ctx.benches[name],
+                                                   rep["benchmarks"][name]["plan"]))
             if written[name] is not None:
                 print("memprof-ci:   " + stated_power(ctx.benches[name], written[name], family,
                                                       POWER_SHARE))

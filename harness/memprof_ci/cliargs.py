@@ -26,6 +26,10 @@ def _add_run_options(p, check: bool, profile: bool = False):
         p.add_argument("--out", required=True, metavar="DIR",
                        help="run directory to write (run.json and profiles/) for "
                             "`memprof-ci check --from-run DIR`")
+        p.add_argument("--baselines", default="baselines",
+                       help="where the rate and seeds that a benchmark's `detect` planned "
+                            "are read from (the judge checks them against its trusted "
+                            "baselines); default: %(default)s/")
     else:
         p.add_argument("--baselines", default="baselines",
                        help="directory of baseline files; default: %(default)s/")

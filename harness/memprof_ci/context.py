@@ -25,9 +25,11 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from . import baseline as bl
+from . import plan as P
 from . import rows as R
 from . import runner
 from . import verdict as V
@@ -57,6 +59,9 @@ class _Cache:
         """The cached value, or None when absent or an error."""
         return self._d.get(key, (None, None))[0]
 
+    def put(self, key, val):
+        self._d[key] = (val, None)
+
 
 class Measurements:
     """Each benchmark's Aggregate over its seeds, run or read once."""
@@ -84,6 +89,11 @@ class Measurements:
     def peek(self, name):
         return self._cache.peek(name)
 
+    def replace(self, name, agg):
+        """The benchmark's measurement is now `agg` (a planned re-run)."""
+        self._cache.put(name, agg)
+        self._on_collect(name, agg)
+
     def entry(self, name):
         return (self.run_entries or {}).get(name)
 
@@ -99,13 +109,17 @@ class Baselines:
         self._proposed = _Cache()
 
     def _load(self, directory, name, cache):
-        bench = self.benches[name]
-
         def load():
             path = bl.baseline_path(directory, name)
             if not os.path.lexists(path):
                 return None
             b = bl.load_baseline(path, name)
+            bench = self.benches[name]
+            if directory == self.trusted_dir:
+                # A `detect` plan recorded with the trusted baseline says how
+                # this benchmark runs (rate and seeds); every job reads the
+                # benchmark from this shared table.
+                self.benches[name] = bench = P.planned(bench, b.meta.get("plan"))
             if directory == self.proposed_dir:
                 # A proposed baseline made with settings this run does not
                 # judge with cannot be verified here (the settings come from
@@ -120,6 +134,8 @@ class Baselines:
         return self._load(self.trusted_dir, name, self._trusted)
 
     def proposed(self, name):
+        with contextlib.suppress(MemprofError):   # the trusted plan first; its error is its own
+            self.trusted(name)
         return self._load(self.proposed_dir, name, self._proposed)
 
     def peek(self, name):

@@ -35,6 +35,8 @@ SETTINGS = {
     "overhead_runs": 5,
     "grouping": "function",
     "mode": "sampled",
+    "detect": None,
+    "detect_cost": 4.0,
     "timeout": 600.0,
 }
 # The settings that decide a verdict.  On a pull request they come from the
@@ -72,6 +74,11 @@ class Benchmark:
     # "exact": every word is counted (rate 1, so one run; the seed cannot
     # change anything) and the site verdict needs no test (verdict.classify).
     mode: str = "sampled"
+    # The smallest increase to catch with 90% power at every site holding
+    # min_share: update-baselines plans rate and seeds for it (plan.py),
+    # spending at most detect_cost times the manifest's profiled runs.
+    detect: float | None = None
+    detect_cost: float = 4.0
     timeout: float = 600.0
 
     def __post_init__(self):
@@ -138,6 +145,14 @@ def _check_setting(where: str, key: str, v):
         if not isinstance(v, bool):
             raise bad(f"must be true or false, got {v!r}")
         return v
+    if key == "detect":
+        if not _num(v) or not 0 < v < 1:
+            raise bad(f"must be a fraction in (0, 1) such as 0.05 (5%), got {v!r}")
+        return float(v)
+    if key == "detect_cost":
+        if not _num(v) or not 1 <= v <= 1000:
+            raise bad(f"must be a number in [1, 1000], got {v!r}")
+        return float(v)
     if key == "mode":
         if v not in MODES:
             raise bad(f"must be one of {', '.join(MODES)}, got {v!r}")
@@ -228,9 +243,15 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
         for k in SETTINGS:
             if k in b:
                 settings[k] = _check_setting(where, k, b[k])
-        if settings["mode"] == "exact" and "min_effect" not in b and "min_effect" not in d:
-            # Counted, not sampled: a smaller change is no noise.
-            settings["min_effect"] = EXACT_MIN_EFFECT
+        if "min_effect" not in b and "min_effect" not in d:
+            if settings["mode"] == "exact":
+                # Counted, not sampled: a smaller change is no noise.
+                settings["min_effect"] = EXACT_MIN_EFFECT
+            elif settings["detect"] is not None:
+                # A true +detect change must fail: its estimate falls below
+                # detect half the time, and below detect / 2 rarely at the
+                # planned power (STATISTICS.md, "Planning for `detect`").
+                settings["min_effect"] = settings["detect"] / 2
         out.append(Benchmark(
             name=name,
             command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],

@@ -18,16 +18,20 @@ overhead in proportion to the rate, and are None when it recorded none.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from .stats import min_detectable_increase
+from .stats import POWER, min_detectable_increase
 
 MAX_FACTOR = 1e4
+DETECT_POWER = 0.90   # the power a manifest's `detect` is planned for
+RATE_CAP = 1e-2       # the plan raises the rate up to this, then adds seeds
 
 
-def site_mdes(base, share: float, alpha: float, family: int, factor: float = 1.0) -> list:
+def site_mdes(base, share: float, alpha: float, family: int, factor: float = 1.0,
+              power: float = POWER) -> list:
     """[(site, share, mde)] for the sites with at least `share` of the
     baseline's samples, largest first, at `factor` times the exposure."""
     total = base.total_samples
@@ -36,7 +40,7 @@ def site_mdes(base, share: float, alpha: float, family: int, factor: float = 1.0
     if not sites:
         return []
     n = np.array([max(1, round(2 * c * factor)) for _, c in sites])
-    mde = min_detectable_increase(n, 0.5, alpha / max(1, family))
+    mde = min_detectable_increase(n, 0.5, alpha / max(1, family), power)
     return [(k, c / total, float(m)) for (k, c), m in zip(sites, mde)]
 
 
@@ -60,12 +64,13 @@ def stated_power(bench, base, family: int, share: float) -> str:
             f"+{worst:.1%} at every site holding >= {share:.0%} (80% power)")
 
 
-def needed_factor(base, share: float, alpha: float, family: int, target: float) -> float | None:
+def needed_factor(base, share: float, alpha: float, family: int, target: float,
+                  power: float = POWER) -> float | None:
     """Least factor (on a 2^(1/4) grid) at which every site holding `share`
     has an MDE <= target, or None beyond MAX_FACTOR."""
     f = 1.0
     while f <= MAX_FACTOR:
-        m = site_mdes(base, share, alpha, family, f)
+        m = site_mdes(base, share, alpha, family, f, power)
         if not m or max(x[2] for x in m) <= target:
             return f
         f *= 2 ** 0.25
@@ -136,3 +141,51 @@ def render(plans: list, target: float, share: float) -> str:
                  "and overhead (overhead in proportion to the rate); a new rate or seed list "
                  "needs `memprof-ci update-baselines`.")
     return "\n".join(lines) + "\n"
+
+
+def plan_sampling(bench, pilot, family: int) -> dict | None:
+    """The rate and seeds that catch a `bench.detect` increase with
+    DETECT_POWER at every site holding min_share, from a pilot Aggregate
+    taken with the manifest's settings: the rate first (up to RATE_CAP, a
+    1, 2 or 5 x 10^k), then more seeds, at most detect_cost times the
+    manifest's.  None without `detect`.  "reachable" says whether the
+    budget sufficed (if not, the plan is the budget's best)."""
+    if bench.detect is None or bench.mode == "exact":
+        return None
+    f = needed_factor(pilot, bench.min_share, bench.alpha, family, bench.detect, DETECT_POWER)
+    reachable = f is not None
+    f = MAX_FACTOR if f is None else f
+    rate = bench.rate if f <= 1 else min(max(bench.rate, RATE_CAP),
+                                          nice_rate_at_least(bench.rate * f))
+    k0 = len(bench.seeds)
+    want = math.ceil(k0 * f * bench.rate / rate - 1e-9)
+    k = max(k0, min(want, math.floor(k0 * bench.detect_cost)))
+    reachable = reachable and k >= want
+    seeds = list(bench.seeds) + [max(bench.seeds) + i for i in range(1, k - k0 + 1)]
+    return {"detect": bench.detect, "power": DETECT_POWER, "share": bench.min_share,
+            "rate": rate, "seeds": seeds, "from_rate": bench.rate,
+            "from_seeds": list(bench.seeds), "factor": f, "reachable": reachable,
+            "family": family}
+
+
+def planned(bench, plan: dict | None):
+    """The benchmark as its baseline's plan runs it: the plan's rate and
+    seeds when the plan was made for this manifest's detect, rate and seeds;
+    else the benchmark unchanged (a stale plan is then reported as a
+    settings mismatch by the baseline's compatibility check)."""
+    if (bench.detect is None or not plan or plan.get("detect") != bench.detect
+            or plan.get("from_rate") != bench.rate
+            or plan.get("from_seeds") != list(bench.seeds)):
+        return bench
+    return dataclasses.replace(bench, rate=plan["rate"], seeds=list(plan["seeds"]))
+
+
+def plan_line(bench, plan: dict) -> str:
+    how = (f"rate {plan['rate']:g} x {len(plan['seeds'])} seed(s)"
+           if (plan["rate"], plan["seeds"]) != (plan["from_rate"], plan["from_seeds"])
+           else "the manifest's settings suffice")
+    tail = "" if plan["reachable"] else (f"; NOT reached within detect_cost "
+                                         f"{bench.detect_cost:g}: raise it or `detect`")
+    return (f"{bench.name}: planned {how} to detect +{plan['detect']:.0%} with "
+            f"{plan['power']:.0%} power at sites holding >= {plan['share']:.1%}{tail}")
+

@@ -21,7 +21,8 @@ import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import overhead, stats
+from . import overhead, runner, stats
+from . import plan as P
 from . import rows as R
 from . import verdict as V
 from .context import Context
@@ -236,12 +237,31 @@ class UpdateItem(CheckItem):
 
     def setup(self):
         self.agg = self.ctx.profiles(self.bench)
+        self.plan = self._plan()
         self.ov = (None if self.ctx.no_overhead else
                    overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead")))
 
+    def _plan(self):
+        """With `detect`: plan rate and seeds from this first run (the
+        manifest's settings) and, when they change, record the planned run."""
+        pilot = self.agg
+        family = (len(pilot.sites) + sum(1 for x in pilot.sites.values() if x.live_samples)
+                  + sum(1 for x in pilot.sites.values() if x.peak_samples)) * len(self.ctx.benches)
+        plan = P.plan_sampling(self.benchmark, pilot, family)
+        if plan is None:
+            return None
+        bench = P.planned(self.benchmark, plan)
+        self.ctx.benches[self.bench] = bench
+        if bench is not self.benchmark or (plan["rate"], plan["seeds"]) != (
+                self.agg.rate, list(self.agg.seeds)):
+            self.agg = runner.collect(bench, self.ctx.measurements.profiles_dir)
+            self.ctx.measurements.replace(self.bench, self.agg)
+        self.ctx.result(self.bench)["plan"] = plan
+        return plan
+
     def runtest(self):
         doc = bl.to_document(self.agg, self.ov, os.environ.get("MEMPROF_CI_PATCH_ID") or None,
-                             bl.git_commit())
+                             bl.git_commit(), self.plan)
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
         atomicio.write_atomic(path, bl.dumps(doc))
         r = self.ctx.result(self.bench)
