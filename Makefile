@@ -178,7 +178,7 @@ PREFIX ?=
 DESTDIR ?=
 ADOPT_PREFIX := $(ROOT)/_build/adopt/prefix
 ADOPT_STAMP := $(ROOT)/_build/adopt/installed
-INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh
+INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh $(wildcard harness/memprof_ci/*.py)
 
 .PHONY: install adopt-prefix opam-check deps-adopt
 

@@ -19,6 +19,9 @@
 #       configuration file compiled into it (Debian: /etc/ocamlfind.conf,
 #       made for Debian 12's OCaml 4.13 in /usr/lib/ocaml) unless
 #       OCAMLFIND_CONF says otherwise; nothing relative to the compiler.
+#   PREFIX/bin/memprof-ci    the harness (copied to PREFIX/share/memprof-ci/
+#       harness) run by /usr/bin/python3, whose Debian packages provide its
+#       dependencies: no pip step, nothing fetched.
 #   PREFIX/bin/dune          wrapper: runs the next dune on PATH with
 #       PREFIX/lib/ocaml and PREFIX/lib first in OCAMLPATH. Debian's dune has
 #       /usr/lib/ocaml compiled in as its library path (it does not ask
@@ -124,4 +127,27 @@ case ":${OCAMLPATH:-}:" in
      export OCAMLPATH ;;
 esac'
 
-echo "install-tools: wrote $dest/lib/findlib.conf, $dest/bin/ocamlfind and $dest/bin/dune"
+# The harness, and PREFIX/bin/memprof-ci to run it with Debian's interpreter
+# (its dependencies are Debian packages for /usr/bin/python3; the python3
+# first on PATH may be another interpreter that lacks them). No pip step.
+harness_src=$(cd "$(dirname "$0")/../harness" && pwd)
+share="$dest/share/memprof-ci"
+mkdir -p "$share"
+stage=$(mktemp -d "$share/.harness.XXXXXX")
+mkdir "$stage/memprof_ci"
+cp "$harness_src"/memprof_ci/*.py "$stage/memprof_ci/"
+rm -rf "$share/harness"
+mv "$stage" "$share/harness"
+write "$dest/bin/memprof-ci" 0755 <<EOF
+#!/bin/sh
+# memprof-ci (written by memprof-ci's \`make install\`,
+# runtime-patch/install-tools.sh): the harness installed in
+# $prefix/share/memprof-ci/harness, run by Debian's /usr/bin/python3
+# (apt-get install python3-pytest python3-scipy python3-jsonschema), or by
+# \$MEMPROF_CI_PYTHON.
+PYTHONPATH='$prefix/share/memprof-ci/harness'
+export PYTHONPATH
+exec "\${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci "\$@"
+EOF
+
+echo "install-tools: wrote $dest/lib/findlib.conf, $dest/bin/ocamlfind, $dest/bin/dune and $dest/bin/memprof-ci"

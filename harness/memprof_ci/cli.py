@@ -24,7 +24,7 @@ import traceback
 
 import pytest
 
-from . import atomicio, runstore
+from . import atomicio, runner, runstore
 from . import baseline as bl
 from .cliargs import build_parser
 from .context import Context
@@ -112,11 +112,22 @@ def cmd_list(args) -> int:
 
 def cmd_init(args) -> int:
     written = init(args.root, files(args.repository, args.ref, args.manifest, args.baselines,
-                                    args.build_command, args.exe, args.label, args.branch))
+                                    args.build_command, args.exe, args.label, args.branch),
+                   force=args.force)
     for p in written:
         print(f"memprof-ci: wrote {p}")
+    pid = runner.patch_id()
+    if pid:
+        print(f"memprof-ci: runtime patch id {pid}: update-baselines records it in each "
+              f"baseline, and check notes a baseline of another runtime")
+        env = ""
+    else:
+        print("memprof-ci: no runtime patch id known (this memprof-ci was not installed with "
+              "`make install PREFIX=DIR`): set MEMPROF_CI_PATCH_ID as below so baselines "
+              "record it")
+        env = "MEMPROF_CI_PATCH_ID=$(cat PREFIX/share/memprof-ci/patch-id) "
     print("memprof-ci: next: edit the manifest's [[benchmark]] entries, build the benchmarks "
-          "with the patched compiler, run `memprof-ci update-baselines --manifest "
+          f"with the patched compiler, run `{env}memprof-ci update-baselines --manifest "
           f"{args.manifest} --baselines {args.baselines}` and commit the result")
     return EXIT_OK
 
@@ -237,17 +248,22 @@ def _plan(args, mode: str):
 
 
 def _patch_notes(report: dict, running: list) -> list:
-    """Baselines recorded with another runtime patch than the one running."""
+    """Baselines recorded with another runtime patch than the one running,
+    or with none (then no change of runtime can be noticed)."""
     running = sorted({p for p in running if p})
-    if not running:
-        return []
     by_patch: dict = {}
     for name, b in sorted(report["benchmarks"].items()):
-        rec = (b.get("baseline") or {}).get("patch_id")
-        if rec and rec not in running:
-            by_patch.setdefault(rec, []).append(name)
+        if not b.get("baseline"):
+            continue
+        rec = b["baseline"].get("patch_id")
+        if not rec or (running and rec not in running):
+            by_patch.setdefault(rec or "", []).append(name)
+    measured = ", ".join(running) if running else "an unknown runtime patch"
     return [f"{', '.join(names) if len(names) <= 3 else f'{len(names)} baselines'}: "
-            f"recorded with runtime patch {rec}, measured with {', '.join(running)}"
+            + (f"recorded with runtime patch {rec}" if rec else
+               "recorded without a runtime patch id (so a change of runtime goes unseen; "
+               "re-record them with `memprof-ci update-baselines`)")
+            + f", measured with {measured}"
             for rec, names in sorted(by_patch.items())]
 
 
@@ -346,7 +362,7 @@ def _run_check(args) -> int:
         ret = _run_items(ctx, args, args.report_dir)
         rep = finish_report(ctx, ret)
         running = patch_ids if ctx.run_entries is not None else \
-            [os.environ.get("MEMPROF_CI_PATCH_ID")]
+            [runner.patch_id()]
         notes = _patch_notes(rep, running)
         if notes:
             rep["patch_notes"] = notes
@@ -382,7 +398,7 @@ def _run_profile(args) -> int:
     with _session(args, "profile") as (ctx, _):
         rep = finish_report(ctx, _run_items(ctx, args))
         path = runstore.write(os.path.abspath(args.out),
-                              os.environ.get("MEMPROF_CI_PATCH_ID") or None,
+                              runner.patch_id(),
                               ctx.results_for_run_dir())
         print(f"memprof-ci: wrote {path}")
         return _finish(rep)

@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="at every site holding at least this share of the benchmark's "
                          "allocation (default %(default)s)")
     i = sub.add_parser("init", help="write a manifest, a baselines directory and the two "
-                                    "workflow files into a repository (never overwrites)")
+                                    "workflow files into a repository (never overwrites "
+                                    "without --force)")
     i.add_argument("--root", default=".", help="the repository's root; default: %(default)s")
     i.add_argument("--repository", required=True, metavar="OWNER/NAME",
                    help="the memprof-ci repository the workflows call")
@@ -140,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--label", default="memprof-ci: accept",
                    help="the maintainers' accept label; default: %(default)s")
     i.add_argument("--branch", default="main", help="the protected branch; default: %(default)s")
+    i.add_argument("--force", action="store_true",
+                   help="replace the files init writes if they exist (nothing else is "
+                        "touched or deleted)")
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")

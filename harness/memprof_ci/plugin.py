@@ -260,7 +260,7 @@ class UpdateItem(CheckItem):
         return plan
 
     def runtest(self):
-        doc = bl.to_document(self.agg, self.ov, os.environ.get("MEMPROF_CI_PATCH_ID") or None,
+        doc = bl.to_document(self.agg, self.ov, runner.patch_id(),
                              bl.git_commit(), self.plan)
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
         atomicio.write_atomic(path, bl.dumps(doc))

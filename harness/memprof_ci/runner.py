@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 
@@ -21,6 +22,27 @@ from .errors import InfraError, InputError
 from .sites import Aggregate, aggregate_paths
 
 STDERR_TAIL = 600
+
+
+def installed_patch_id_file() -> str:
+    """Where `make install` records the runtime's patch id, if this harness
+    is the one installed with it (PREFIX/share/memprof-ci/harness)."""
+    share = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(share, "patch-id")
+
+
+def patch_id(env=None) -> str | None:
+    """The runtime's patch id: MEMPROF_CI_PATCH_ID, else the one `make
+    install` recorded beside this harness; None when neither is known."""
+    env = os.environ if env is None else env
+    if env.get("MEMPROF_CI_PATCH_ID"):
+        return env["MEMPROF_CI_PATCH_ID"]
+    try:
+        with open(installed_patch_id_file(), encoding="ascii") as fh:
+            text = fh.read(256).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{8,64}", text) else None
 
 
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,

@@ -5,9 +5,10 @@ workflow files (the gate and its fork-safe comment poster) that call this
 repository's reusable workflows, with the memprof-ci repository and ref
 filled in once.
 
-Invariants: nothing is overwritten: if any file to be written exists (or
-is a symlink), nothing is written and the command exits 2 naming it; each
-file is written atomically; the manifest parses with manifest.parse_manifest
+Invariants: nothing is overwritten without --force: if any file to be
+written exists (or is a symlink), nothing is written and the command exits
+2 naming it; with --force only the files init writes are replaced, and
+nothing is ever deleted; each file is written atomically; the manifest parses with manifest.parse_manifest
 and the workflows are the ones .github/PULL_REQUESTS.md documents.
 """
 
@@ -149,13 +150,19 @@ def files(repo: str, ref: str, manifest: str, baselines: str, build: str, exe: s
     }
 
 
-def init(root: str, contents: dict) -> list:
-    """Write `contents` under `root`, refusing if any of them exists."""
+def init(root: str, contents: dict, force: bool = False) -> list:
+    """Write `contents` under `root`, refusing if any of them exists unless
+    `force`; then only those files are replaced (a symlink among them is
+    replaced, not followed) and nothing else is touched or deleted."""
     paths = {os.path.join(root, rel): text for rel, text in contents.items()}
     taken = [p for p in paths if os.path.lexists(p)]
-    if taken:
+    if taken and not force:
         raise ConfigError(f"{taken[0]}: exists; memprof-ci init never overwrites "
-                          f"({len(taken)} of {len(paths)} files exist)")
+                          f"({len(taken)} of {len(paths)} files exist); `memprof-ci init "
+                          f"--force` replaces these files and nothing else")
+    for p in taken:
+        if os.path.isdir(p) and not os.path.islink(p):
+            raise ConfigError(f"{p}: is a directory; memprof-ci init writes a file there")
     for p, text in paths.items():
         write_atomic(p, text)
     return sorted(paths)

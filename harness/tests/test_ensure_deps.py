@@ -10,7 +10,7 @@ import os
 import shutil
 import subprocess
 
-from harness_testlib import REPO
+from harness_testlib import HARNESS, REPO
 
 SCRIPT = os.path.join(REPO, "harness", "scripts", "ensure-deps.sh")
 TOOLS = ("mktemp", "grep", "tail", "rm", "sleep", "cat", "touch", "chmod", "printf")
@@ -87,3 +87,15 @@ def test_default_lock_wait_is_300_seconds(tmp_path):
     r, log = run_script(tmp_path, INSTALL_ERROR=err, MEMPROF_CI_APT_LOCK_WAIT="soon")
     assert f"apt-get failed: {err}\n" in r.stderr
     assert all("-o DPkg::Lock::Timeout=300 " in line for line in log), log
+
+
+def test_an_interpreter_without_the_dependencies_gets_one_line_and_exit_2():
+    # -S leaves Debian's dist-packages (numpy, scipy, pytest) off the path.
+    r = subprocess.run(["/usr/bin/python3", "-S", "-m", "memprof_ci", "list"],
+                       env=dict(os.environ, PYTHONPATH=HARNESS), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "internal error" not in r.stderr and not r.stdout
+    assert lines[0].startswith("memprof-ci: error: /usr/bin/python3 cannot import ")
+    assert "apt-get install python3-jsonschema python3-numpy python3-pytest" in lines[0]

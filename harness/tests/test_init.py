@@ -45,3 +45,28 @@ def test_init_rejects_bad_values(tmp_path):
         r = cli(tmp_path, "init", *args)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
     assert os.listdir(tmp_path) == []
+
+
+def test_force_replaces_only_what_init_writes(tmp_path):
+    assert cli(tmp_path, "init", "--repository", "acme/memprof-ci").returncode == 0
+    wf = tmp_path / ".github" / "workflows"
+    (wf / "alloc.yml").write_text("edited\n")
+    (wf / "project.yml").write_text("the project's own\n")
+    (tmp_path / "bench" / "baselines" / "main.json").write_text("{}\n")
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci", "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "uses: acme/memprof-ci" in (wf / "alloc.yml").read_text()
+    assert (wf / "project.yml").read_text() == "the project's own\n"
+    assert (tmp_path / "bench" / "baselines" / "main.json").read_text() == "{}\n"
+
+
+def test_init_names_the_patch_id_or_how_to_record_it(tmp_path):
+    # This harness is not an installed one: the next steps set the variable.
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci")
+    assert "MEMPROF_CI_PATCH_ID=$(cat PREFIX/share/memprof-ci/patch-id) memprof-ci " \
+        "update-baselines" in r.stdout
+    (tmp_path / "x").mkdir()
+    r = cli(tmp_path / "x", "init", "--repository", "acme/memprof-ci",
+            env_extra={"MEMPROF_CI_PATCH_ID": "0123456789abcdef"})
+    assert "runtime patch id 0123456789abcdef" in r.stdout
+    assert "MEMPROF_CI_PATCH_ID=" not in r.stdout

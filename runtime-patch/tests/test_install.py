@@ -51,6 +51,20 @@ def test_compiler_is_at_home_in_prefix(prefix, env):
     assert "_build/runtime" not in (prefix / "lib/ocaml/Makefile.config").read_text()
 
 
+def test_memprof_ci_command_runs_the_installed_harness(tmp_path, prefix, env):
+    """PREFIX/bin/memprof-ci runs the harness copied into PREFIX with
+    Debian's interpreter, whatever python3 comes first on PATH and from
+    any directory: no pip step, no PYTHONPATH."""
+    assert shutil.which("memprof-ci", path=env["PATH"]) == str(prefix / "bin" / "memprof-ci")
+    harness = prefix / "share/memprof-ci/harness/memprof_ci"
+    assert sorted(p.name for p in harness.glob("*.py")) == sorted(
+        p.name for p in (ROOT / "harness/memprof_ci").glob("*.py"))
+    (tmp_path / "m.toml").write_text('[[benchmark]]\nname = "b"\ncommand = ["./b.exe"]\n')
+    env = dict(env, PYTHONPATH="/nonexistent")
+    r = run(["memprof-ci", "list", "--manifest", "m.toml"], env=env, cwd=tmp_path)
+    assert r.stdout.split() == ["b"]
+
+
 def test_ocamlfind_configuration(prefix, env):
     r = run(["ocamlfind", "printconf", "path"], env=env)
     assert r.stdout.split() == [str(prefix / "lib/ocaml"), str(prefix / "lib")]
