@@ -38,7 +38,7 @@ import re
 
 from . import ctf
 from .errors import InputError
-from .profile import COUNT_KEYS, GC_KEYS, PEAK_KEY, Profile
+from .profile import COUNT_KEYS, PEAK_KEY, Profile
 
 _SETTING = re.compile(r"(?:^|,)(rate|seed|frames)=([0-9.eE+-]+)(?=,|$)")
 DEFAULT_FRAMES = 16      # the runtime's frames= default
@@ -159,4 +159,4 @@ def load_ctf(path: str) -> Profile:
                    else None,
                    frames=int(setting.get("frames", DEFAULT_FRAMES if "rate" in setting
                                           else depth)),
-                   gc=dict.fromkeys(GC_KEYS, 0), totals=totals, stacks=out)
+                   gc={}, totals=totals, stacks=out)

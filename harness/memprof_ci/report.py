@@ -110,6 +110,8 @@ def _check_cell(b: dict, check: str, md: bool) -> str:
             return ("❌ missing" if word == "MISSING" else "removed") if md else word
     if c is None:
         return "-"
+    if c["outcome"] == "skipped" and (c.get("message") or "").startswith("not measured"):
+        return "not measured"
     sym = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "skip",
            "not run": "-", "accepted": "accepted"}[c["outcome"]]
     if md:

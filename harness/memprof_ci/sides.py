@@ -94,6 +94,20 @@ def _baseline_grouping(side: dict):
     return gs.pop() if len(gs) == 1 else None
 
 
+def pair_label(na: str, nb: str) -> str:
+    """The benchmark's name for two single inputs: their common name, or the
+    dotted prefix their file names share (`compile_many.old` and
+    `compile_many.new` are `compile_many`), else `A..B`."""
+    if na == nb:
+        return na
+    common = []
+    for x, y in zip(na.split("."), nb.split(".")):
+        if x != y:
+            break
+        common.append(x)
+    return ".".join(common) or f"{na}..{nb}"
+
+
 def load_pairs(path_a: str, path_b: str, grouping: str | None):
     """The benchmarks to compare, [(name, A, B)], and notes on the rest.
 
@@ -111,7 +125,7 @@ def load_pairs(path_a: str, path_b: str, grouping: str | None):
     notes = []
     if len(A) == 1 and len(B) == 1:
         (na, a), (nb, b) = next(iter(A.items())), next(iter(B.items()))
-        pairs = [(nb if na == nb else f"{na}..{nb}", a, b)]
+        pairs = [(pair_label(na, nb), a, b)]
     else:
         pairs = [(n, A[n], B[n]) for n in sorted(set(A) & set(B))]
         notes = [f"{n}: only in {'A' if n in A else 'B'}" for n in sorted(set(A) ^ set(B))]

@@ -408,7 +408,9 @@ def mean_gc(runs: list[dict]) -> dict:
     if not runs:
         return {}
     out = {}
-    for k in GC_KEYS + tuple(k for k in GC_OPTIONAL_KEYS if all(k in r for r in runs)):
+    # A counter some run does not carry (a memtrace trace carries none) is
+    # not measured, and left out: never a zero.
+    for k in tuple(k for k in GC_KEYS + GC_OPTIONAL_KEYS if all(k in r for r in runs)):
         m = sum(r[k] for r in runs) / len(runs)
         # Deterministic programs give equal totals per seed: keep them exact ints.
         out[k] = int(m) if m == int(m) else m

@@ -3,11 +3,12 @@ own writer (data/ctf, see its README): they load as profiles, `compare`
 finds the regression between them, and truncated, garbled or hostile traces
 give one line naming the file and exit 2, never a traceback."""
 
+import json
 import os
 import random
 
 import pytest
-from harness_testlib import no_traceback, run_cli
+from harness_testlib import make_profile, no_traceback, run_cli, write_json
 
 from memprof_ci import ctf
 from memprof_ci.ctf_profile import is_ctf_file, load_ctf
@@ -60,6 +61,30 @@ def test_compare_two_memtrace_traces():
     assert "before..after" in r.stdout and "alloc" in r.stdout
     r = run_cli(["compare", BEFORE, BEFORE])
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_traces_carry_no_gc_totals_and_say_so(tmp_path):
+    """A trace has no GC totals: the GC check reads "not measured" (never
+    "ok" from 0 vs 0, nor -100% against a profile that has them), and two
+    traces of one benchmark are labelled with its name."""
+    old, new = tmp_path / "compile_many.old.ctf", tmp_path / "compile_many.new.ctf"
+    old.write_bytes(open(BEFORE, "rb").read())
+    new.write_bytes(open(AFTER, "rb").read())
+    r = run_cli(["compare", str(old), str(new), "--format", "json"])
+    rep = json.loads(r.stdout)
+    assert list(rep["benchmarks"]) == ["compile_many"]
+    b = rep["benchmarks"]["compile_many"]
+    assert b["gc"] == [] and b["checks"]["gc_totals"]["outcome"] == "skipped"
+    out = run_cli(["compare", str(old), str(new)]).stdout
+    head = out.split("\n\nbenchmark ")[1].splitlines()
+    assert head[0].split()[:3] == ["alloc_sites", "gc_totals", "live"]
+    assert head[2].split()[2:4] == ["not", "measured"], out
+    prof = tmp_path / "compile_many.1.json"
+    write_json(str(prof), make_profile([([("Main.f", "main.ml", 3)], 500, 0)],
+                                       gc={"minor_words": 10 ** 6}))
+    r = run_cli(["compare", str(prof), str(old), "--format", "json"])
+    b = json.loads(r.stdout)["benchmarks"]["compile_many"]
+    assert b["gc"] == [], b["gc"]
 
 
 def cut(tmp_path, name, data):
