@@ -231,6 +231,16 @@ def _table(headers, rows) -> str:
     return "\n".join([line(headers), line(["-" * a for a in w])] + [line(r) for r in rows])
 
 
+def _changed_sites(title: str, rows: list) -> list:
+    """A terminal table of changed sites, each with the p of its direction."""
+    if not rows:
+        return []
+    return ["", title, _table(
+        ["benchmark", "check", "site", "baseline", "current", "delta [95% CI]", "p(adj)"],
+        [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
+          fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(p_of(r))] for r in rows])]
+
+
 def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) -> str:
     out = [headline(report)]
     out.extend(mdsafe.printable(x) for x in preamble(report))
@@ -240,15 +250,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append("Proposed baselines differ from trusted ones:" if lines
                    else "Proposed baselines: identical to trusted ones.")
         out.extend("  " + mdsafe.printable(x) for x in lines)
-    regs = worst_first(all_site_rows(report, "regression"))
-    if regs:
-        out.append("")
-        out.append("Regressions (worst first):")
-        out.append(_table(["benchmark", "check", "site", "baseline", "current", "delta [95% CI]",
-                           "p(adj)"],
-                          [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
-                            fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(r["p_adj"])]
-                           for r in regs]))
+    out += _changed_sites("Regressions (worst first):",
+                          worst_first(all_site_rows(report, "regression")))
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
@@ -263,15 +266,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "detects",
                            "overhead"],
                           rows))
-    imps = improvements(report)
-    if imps:
-        out.append("")
-        out.append("Improvements (largest first; never a failure):")
-        out.append(_table(["benchmark", "check", "site", "baseline", "current", "delta [95% CI]",
-                           "p(adj)"],
-                          [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
-                            fmt_bytes(r["current_bytes"]), fmt_delta(r),
-                            fmt_p(r.get("p_adj_decrease"))] for r in imps]))
+    out += _changed_sites("Improvements (largest first; never a failure):",
+                          improvements(report))
     mv = moves(report)
     if mv:
         out.append("")
