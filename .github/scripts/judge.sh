@@ -12,7 +12,7 @@
 #   --base-sha SHA        the base commit (required for pull_request)
 #   --head-sha SHA        the tested commit (github.sha: the merge commit on PRs)
 #   --repo DIR            git repository holding both commits (default .); only
-#                         its objects are read (git archive / cat-file / diff)
+#                         its objects are read (git ls-tree / cat-file / diff)
 #   --manifest PATH       manifest path in the repository
 #   --baselines PATH      baselines directory in the repository (default baselines)
 #   --accept-label NAME   label that accepts changes (default `memprof-ci: accept`);
@@ -43,8 +43,10 @@
 #     baselines directory; --accept-changes iff, in addition, the event is a
 #     pull request and the accept label is in $LABELS_JSON;
 #   - nothing from the tested commit or the run directories is executed;
-#   - a missing run directory, a build job that did not succeed or an
-#     unreadable label payload makes the verdict an error (2), never a pass;
+#   - a missing run directory, a build job that did not succeed, an
+#     unreadable label payload or a benchmark without the baseline it needs
+#     (bench_sets.py) makes the verdict an error (2), whatever the harness
+#     said: never a pass, never a plain regression;
 #   - the memtrace CTF traces the build job kept beside its profiles
 #     (RUN_DIR/profiles/*.ctf, one seed per benchmark) are copied, as data
 #     for a reviewer's memtrace_viewer, into OUT/traces/: regular files
@@ -143,7 +145,7 @@ fail() {
     printf '%s\n' "$*"
   } >"$out/report.md"
   rm -f "$out/report.json"
-  "$here/publish-report.sh" "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+  "$here/publish-report.sh" --final "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=2" >>"$GITHUB_OUTPUT"; fi
   exit 2
 }
@@ -171,13 +173,22 @@ fi
 # The trusted side: settings and baselines of the base commit.
 base_root="$work/base"
 pr_root="$work/pr"
-(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$base_root/$manifest" "$base" "$base_root/$baselines" "$baselines") >&2 ||
-  fail "Cannot extract $manifest and $baselines/ from the base commit $base."
+extract() {  # COMMIT ROOT WHICH: base-baselines.sh, its last complaint in the failure
+  local log="$work/extract-$3.log"
+  (cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$2/$manifest" "$1" "$2/$baselines" "$baselines") 2>"$log" && {
+    cat "$log" >&2
+    return 0
+  }
+  cat "$log" >&2
+  fail "Cannot extract $manifest and $baselines/ from the $3 commit $1: $(tail -n 1 "$log")"
+}
+extract "$base" "$base_root" base
 # The pull request's side, as data only.
-(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$pr_root/$manifest" "$head" "$pr_root/$baselines" "$baselines") >&2 ||
-  fail "Cannot extract $manifest and $baselines/ from the tested commit $head."
+extract "$head" "$pr_root" tested
 [ -f "$pr_root/$manifest" ] || fail "The tested commit $head has no manifest $manifest."
-if [ ! -f "$base_root/$manifest" ]; then
+base_has_manifest=0
+[ -f "$base_root/$manifest" ] && base_has_manifest=1
+if [ "$base_has_manifest" = 0 ]; then
   mkdir -p "$(dirname "$base_root/$manifest")"
   cp "$pr_root/$manifest" "$base_root/$manifest"
   notes+=("The base commit has no $manifest: the settings of this pull request's manifest were used (there were no trusted settings or baselines to protect yet).")
@@ -253,6 +264,29 @@ if [ "$is_pr" = 1 ]; then
     fi
   fi
 fi
+# Every benchmark the tested manifest runs needs a baseline in the tested
+# commit, and one that the base already runs needs a trusted one: a
+# benchmark without a baseline is never judged, so it must not pass as "new"
+# on the branch that runs it.
+sets_args=(--pr-manifest "$pr_root/$manifest" --pr-baselines "$pr_root/$baselines"
+           --base-baselines "$base_root/$baselines")
+if [ "$base_has_manifest" = 1 ]; then sets_args+=(--base-manifest "$base_root/$manifest"); fi
+sets=$(/usr/bin/python3 "$here/bench_sets.py" "${sets_args[@]}" 2>"$work/sets.log") ||
+  fail "Cannot compare the benchmarks of $manifest with $baselines/: $(tail -n 1 "$work/sets.log")"
+unbaselined=$(printf '%s\n' "$sets" | sed -n 's/^unbaselined //p')
+untrusted=$(printf '%s\n' "$sets" | sed -n 's/^untrusted //p')
+if [ -n "$unbaselined" ]; then
+  forced_error=1
+  notes+=("Benchmarks without a baseline in $(if [ "$is_pr" = 1 ]; then echo "this pull request"; else echo "this commit"; fi) ($(printf '%s\n' "$unbaselined" | list_files)): every benchmark the manifest runs needs one, or nothing judges it. Commit the output of \`make update-baselines\` (\`memprof-ci update-baselines -k NAME\`). The verdict is an error.")
+fi
+if [ -n "$untrusted" ]; then
+  if [ "$accept" = true ]; then
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline; the label \`$accept_label\` makes this pull request's baseline the reference (it must match what the code measures).")
+  else
+    forced_error=1
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
+  fi
+fi
 for n in "${notes[@]}"; do check+=(--note "$n"); done
 check+=(--report-dir "$out")
 if [ -n "$check_args" ]; then
@@ -285,10 +319,10 @@ for d in "${run_dirs[@]}"; do
       mkdir -p "$out/traces" && cp -- "$f" "$out/traces/"
     done
 done
-if [ "$forced_error" = 1 ] && [ "$status" = 0 ]; then status=2; fi
+if [ "$forced_error" = 1 ]; then status=2; fi
 
 set +e
-"$here/publish-report.sh" "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+"$here/publish-report.sh" --final "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
 status=$?
 if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=$status" >>"$GITHUB_OUTPUT"; fi
 exit "$status"

@@ -286,7 +286,8 @@ def test_push_does_not_read_labels_at_all(repo, tmp_path):
 def test_unreadable_label_payload_is_an_error(recorded_regression, tmp_path, labels):
     r, base, head, runs = recorded_regression
     proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=labels)
-    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    # The regression alone would be a 1: an unreadable payload is an error.
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
     assert "labels could not be read" in md
 
@@ -333,8 +334,14 @@ def test_nan_setting_in_the_pr_manifest_never_passes(repo, tmp_path):
 
 
 def test_renamed_benchmark_fails_as_missing(repo, tmp_path):
+    """b renamed b2 (with b2's baseline recorded), b's baseline kept."""
     r, base = repo
-    head = pr_merge(r, base, lambda rr: write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"})))
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"}))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
     runs = [profile(r, tmp_path / "run", base)]
     proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -389,6 +396,127 @@ def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
     assert "base commit has no" in md
 
 
+# ---------------------------------------------------------------- baselines the judge must have
+
+def commit_on_main(r, change, message="main"):
+    """A commit on main (as if merged earlier): the next pull request's base."""
+    change(r)
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", message)
+    return git(r, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("attributes", [
+    ("baselines/.gitattributes", "*.json export-ignore\n"),
+    ("baselines/.gitattributes", "a.json export-ignore\n"),
+    (".gitattributes", "*.json export-ignore\nbaselines/*.json export-ignore\n"),
+], ids=["all", "one-file", "root"])
+def test_export_ignore_on_the_base_cannot_hide_trusted_baselines(repo, tmp_path, attributes):
+    """A .gitattributes merged earlier marks the baselines export-ignore; the
+    next pull request regresses `a`. The trusted baselines are read blob by
+    blob: a .gitattributes among them is refused (an error), one elsewhere
+    changes nothing (the regression is caught)."""
+    r, _ = repo
+    path, text = attributes
+    base = commit_on_main(r, lambda rr: write(rr, path, text))
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    if path.startswith("baselines/"):
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "not baselines" in md and ".gitattributes" in md
+    else:
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+        assert "extracted 2 file(s)" in proc.stderr
+
+
+@pytest.mark.parametrize("planted", [
+    ("baselines/.gitattributes", "*.json export-ignore\n"),
+    ("baselines/README.md", "notes\n"),
+    ("baselines/sub/a.json", "{}\n"),
+], ids=["gitattributes", "other-file", "subdirectory"])
+def test_pull_request_planting_non_baselines_is_an_error(repo, tmp_path, planted):
+    """The harmless-looking half of the attack: the pull request that adds
+    something other than a baseline under baselines/ is not mergeable."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, *planted))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "tested commit" in md and "not baselines" in md and js is None
+
+
+def test_new_benchmark_with_its_baseline_passes(repo, tmp_path):
+    """The legitimate new benchmark: manifest entry and recorded baseline."""
+    r, base = repo
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text(benches=("a", "b", "c"), renames={"c": "b"}))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["benchmarks"]["c"]["status"] == "new"
+    assert js["benchmarks"]["c"]["checks"]["proposed_baseline"]["outcome"] == "passed"
+
+
+def test_new_benchmark_without_a_baseline_is_an_error(repo, tmp_path):
+    """Merged like this, `c` would run unjudged on main forever."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, MANIFEST, manifest_text(benches=("a", "b", "c"),
+                                                                         renames={"c": "b"})))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert js["verdict"]["exit_code"] == 0  # the harness alone: `c` is new
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a baseline" in n and "`c`" in n for n in js["notes"]), js["notes"]
+
+
+def test_deleting_the_baseline_of_a_kept_benchmark_is_an_error(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: git(rr, "rm", "-q", "baselines/b.json"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a baseline" in n and "`b`" in n for n in js["notes"]), js["notes"]
+
+
+@pytest.mark.parametrize("event", ["pull_request", "push"])
+def test_base_benchmark_without_trusted_baseline_is_an_error(repo, tmp_path, event):
+    """Main runs `a` but has lost its baseline (by whatever means): `a`
+    regressing must not pass as a new benchmark."""
+    r, _ = repo
+    base = commit_on_main(r, lambda rr: git(rr, "rm", "-q", "baselines/a.json"))
+    if event == "push":
+        head = commit_on_main(r, regress_a)
+        proc, md, js = judge(r, tmp_path, head, [profile(r, tmp_path / "run")], event="push")
+    else:
+        head = pr_merge(r, base, regress_a)
+        proc, md, js = judge(r, tmp_path, head, [profile(r, tmp_path / "run", base)], base=base, labels=[])
+    assert js["benchmarks"]["a"]["status"] == "new" and js["verdict"]["exit_code"] == 0
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("`a`" in n and ("without a baseline" in n or "without a trusted baseline" in n)
+               for n in js["notes"]), js["notes"]
+
+
+def test_restoring_a_trusted_baseline_needs_the_label(repo, tmp_path):
+    """The way out of that state: a pull request that records `a`'s baseline
+    is judged an error unless a maintainer accepts it with the label."""
+    r, _ = repo
+    base = commit_on_main(r, lambda rr: git(rr, "rm", "-q", "baselines/a.json"))
+    head = pr_merge(r, base, update_baselines)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a trusted baseline" in n and "`a`" in n for n in js["notes"]), js["notes"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["proposed_baseline"]["outcome"] == "passed"
+
+
 # ---------------------------------------------------------------- what judges
 
 def test_harness_change_is_noted_and_ignored(repo, tmp_path):
@@ -437,11 +565,14 @@ def test_shards_are_judged_together(repo, tmp_path):
 
 
 def test_missing_shard_is_an_error(repo, tmp_path):
+    """One run directory holds every benchmark and `a` regressed, so the
+    harness alone says 1; a run directory that never arrived makes it 2."""
     r, base = repo
-    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
-    runs = [profile(r, tmp_path / "run1", base, shard="1/2"), tmp_path / "never-uploaded"]
-    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
-    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run1", base), tmp_path / "never-uploaded"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert js["verdict"]["exit_code"] == 1
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Incomplete run" in md and "never-uploaded" in md
 
 
@@ -543,3 +674,37 @@ def test_has_label_unset_env_and_usage():
     assert run([PYTHON, HAS_LABEL, ACCEPT]).stdout == "false\n"
     assert run([PYTHON, HAS_LABEL]).returncode == 2
     assert run([PYTHON, HAS_LABEL, "  "]).returncode == 2
+
+
+# ---------------------------------------------------------------- bench_sets.py
+
+BENCH_SETS = str(SCRIPTS / "bench_sets.py")
+
+
+def test_bench_sets_findings(tmp_path):
+    base, pr = tmp_path / "base", tmp_path / "pr"
+    for d, benches, baselines in [(base, ("a", "b", "c"), ("a", "c", "gone")),
+                                  (pr, ("a", "b", "n", "m"), ("a", "b", "n"))]:
+        write(d, "m.toml", manifest_text(benches=benches))
+        for name in baselines:
+            write(d, f"bl/{name}.json", "{}\n")
+    write(pr, "bl/.hidden.json", "{}\n")
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
+                "--base-manifest", str(base / "m.toml"), "--base-baselines", str(base / "bl")])
+    assert proc.returncode == 0, proc.stderr
+    # m: run without a baseline; b: base runs it untrusted; c, gone: not
+    # judged by bench_sets (the harness reports them missing).
+    assert proc.stdout == "unbaselined m\nuntrusted b\n"
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
+                "--base-baselines", str(base / "bl")])
+    assert proc.stdout == "unbaselined m\n"
+
+
+@pytest.mark.parametrize("text", ["[[benchmark]\n", '[[benchmark]]\nname = "../x"\n', "benchmark = 3\n",
+                                  '[[benchmark]]\ncommand = ["x"]\n'])
+def test_bench_sets_bad_manifest_is_an_error(tmp_path, text):
+    write(tmp_path, "m.toml", text)
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(tmp_path / "m.toml"), "--pr-baselines",
+                str(tmp_path / "none"), "--base-baselines", str(tmp_path / "none")])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("bench_sets: ") and proc.stderr.count("\n") == 1
