@@ -22,6 +22,7 @@
 #   --workflows-dir PATH  note when the pull request changes PATH/ (workflow files,
 #                         which GitHub takes from the pull request)
 #   --expect-runs N       number of RUN_DIRs that must hold a run.json
+#   --plan-result R       needs.<plan>.result; anything but `success` is an error
 #   --build-result R      needs.<build>.result; anything but `success` is an error
 #   --note TEXT           extra note for the report (repeatable)
 #   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace
@@ -43,7 +44,7 @@
 #     baselines directory; --accept-changes iff, in addition, the event is a
 #     pull request and the accept label is in $LABELS_JSON;
 #   - nothing from the tested commit or the run directories is executed;
-#   - a missing run directory, a build job that did not succeed, an
+#   - a missing run directory, a plan or build job that did not succeed, an
 #     unreadable label payload or a benchmark without the baseline it needs
 #     (bench_sets.py) makes the verdict an error (2), whatever the harness
 #     said: never a pass, never a plain regression;
@@ -60,7 +61,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() {
   echo "usage: $0 --event NAME [--base-sha SHA] --head-sha SHA [--repo DIR] --manifest PATH" \
        "[--baselines PATH] [--accept-label NAME] [--harness-dir PATH] [--workflows-dir PATH]" \
-       "[--expect-runs N] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
+       "[--expect-runs N] [--plan-result R] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
        "--out DIR -- RUN_DIR..." >&2
   exit 2
 }
@@ -75,6 +76,7 @@ accept_label='memprof-ci: accept'
 harness_dir=
 workflows_dir=
 expect_runs=
+plan_result=success
 build_result=success
 notes=()
 check_args=
@@ -84,7 +86,7 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     --) shift; break ;;
     --event|--base-sha|--head-sha|--repo|--manifest|--baselines|--accept-label|--harness-dir|\
-    --workflows-dir|--expect-runs|--build-result|--note|--check-args|--work|--out)
+    --workflows-dir|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out)
       [ "$#" -ge 2 ] || usage
       case "$1" in
         --event) event=$2 ;;
@@ -97,6 +99,7 @@ while [ "$#" -gt 0 ]; do
         --harness-dir) harness_dir=${2%/} ;;
         --workflows-dir) workflows_dir=${2%/} ;;
         --expect-runs) expect_runs=$2 ;;
+        --plan-result) plan_result=$2 ;;
         --build-result) build_result=$2 ;;
         --note) notes+=("$2") ;;
         --check-args) check_args=$2 ;;
@@ -222,6 +225,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   notes+=("Incomplete run: expected ${expect_runs:-${#run_dirs[@]}} run director(ies) with a run.json, found $present; missing: $(printf '%s\n' "${missing[@]}" | list_files). The verdict is an error until every build job uploads its run.")
 elif [ "$forced_error" = 1 ]; then
   notes+=("Incomplete run: expected $expect_runs run director(ies), got $present. The verdict is an error.")
+fi
+if [ "$plan_result" != success ]; then
+  forced_error=1
+  notes+=("The plan job ended with '$plan_result' (see its log), so the build jobs did not run as planned. The verdict is an error.")
 fi
 if [ "$build_result" != success ]; then
   forced_error=1

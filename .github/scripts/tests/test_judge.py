@@ -19,14 +19,14 @@ import shutil
 
 import pytest
 
-from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, git, run, write
+from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, git, load_workflow, run, run_step, workflow_step, write
 
 JUDGE = str(SCRIPTS / "judge.sh")
 PROFILE = str(SCRIPTS / "profile.sh")
 HAS_LABEL = str(SCRIPTS / "has-label.py")
 FAKE = str(REPO_ROOT / "harness" / "tests" / "fakebench.py")
 HARNESS = str(REPO_ROOT / "harness")
-MANIFEST = "bench/benchmarks.toml"
+MANIFEST = "benchmarks/benchmarks.toml"
 ACCEPT = "memprof-ci: accept"
 
 SETTINGS = {"rate": 1e-3, "seeds": [1, 2, 3], "alpha": 0.01, "min_effect": 0.05}
@@ -78,8 +78,8 @@ def template(tmp_path_factory):
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
     write(r, MANIFEST, manifest_text())
-    write(r, "bench/a.spec.json", spec(A_WORDS))
-    write(r, "bench/b.spec.json", spec(B_WORDS))
+    write(r, "benchmarks/a.spec.json", spec(A_WORDS))
+    write(r, "benchmarks/b.spec.json", spec(B_WORDS))
     # The temporary repository's own "harness": if the judge ever ran the tested
     # commit's harness, this one would pass everything.
     write(r, "harness/memprof_ci/__init__.py", "")
@@ -149,7 +149,7 @@ def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None,
 
 
 def regress_a(r, record=False):
-    write(r, "bench/a.spec.json", spec(A_REGRESSED))
+    write(r, "benchmarks/a.spec.json", spec(A_REGRESSED))
     if record:
         update_baselines(r)
 
@@ -251,7 +251,7 @@ def test_label_does_not_accept_baselines_that_do_not_match_the_code(repo, tmp_pa
     r, base = repo
 
     def change(rr):
-        write(rr, "bench/a.spec.json", spec([6_000_000, 1_000_000]))
+        write(rr, "benchmarks/a.spec.json", spec([6_000_000, 1_000_000]))
         update_baselines(rr)
         regress_a(rr)
 
@@ -385,8 +385,8 @@ def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
 
     def change(rr):
         write(rr, MANIFEST, manifest_text())
-        write(rr, "bench/a.spec.json", spec(A_WORDS))
-        write(rr, "bench/b.spec.json", spec(B_WORDS))
+        write(rr, "benchmarks/a.spec.json", spec(A_WORDS))
+        write(rr, "benchmarks/b.spec.json", spec(B_WORDS))
         update_baselines(rr)
 
     head = pr_merge(r, base, change)
@@ -620,6 +620,55 @@ def test_unknown_commit_is_an_error(repo, tmp_path):
     proc, md, _ = judge(r, tmp_path, "f" * 40, [profile(r, tmp_path / "run")], base=base, labels=[])
     assert proc.returncode == 2
     assert "Cannot resolve" in md
+
+
+# ---------------------------------------------------------------- alloc-gate.yml's judge step
+
+def gate_judge_step(r, tmp_path, env, runs=()):
+    """Run the `memprof-ci check (judge)` step of alloc-gate.yml as its job
+    would: in a checkout holding this repository's .github/scripts and
+    harness (the judge's), the tested repository at _build/tested and the
+    downloaded run directories at _build/runs/alloc-run-shard-K."""
+    root = tmp_path / "judge-job"
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "scripts").symlink_to(SCRIPTS)
+    (root / "harness").symlink_to(REPO_ROOT / "harness")
+    (root / "_build" / "runs").mkdir(parents=True)
+    (root / "_build" / "tested").symlink_to(r)
+    for k, d in enumerate(runs, 1):
+        shutil.copytree(d, root / "_build" / "runs" / f"alloc-run-shard-{k}")
+    job = load_workflow(WORKFLOWS / "alloc-gate.yml")["jobs"]["judge"]
+    step = workflow_step("alloc-gate.yml", "judge", "memprof-ci check (judge)")
+    full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", **env}
+    proc = run_step(step, full, root, job_env=job.get("env"))
+    report = root / "_build" / "alloc-report"
+    js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None
+    return proc, (report / "report.md").read_text() if (report / "report.md").is_file() else None, js
+
+
+def test_gate_judge_step_judges_a_pull_request(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "1",
+        "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+
+
+def test_gate_judge_step_after_a_failed_plan_is_an_error(repo, tmp_path):
+    """The plan failed: no shard count, no build job. The judge still runs
+    (see test_workflows.py) and its step reports an error, not a pass."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "",
+        "PLAN_RESULT": "failure", "BUILD_RESULT": "skipped"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert md is not None, "no report: " + proc.stdout + proc.stderr
+    assert "The plan job ended with 'failure'" in md
 
 
 # ---------------------------------------------------------------- profile.sh alone
