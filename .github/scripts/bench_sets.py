@@ -15,7 +15,10 @@ Prints one line `KIND NAME` per finding, sorted, on stdout:
   untrusted NAME    the base manifest already runs NAME and the tested
                     commit proposes a baseline for it, but the base has no
                     trusted one: what the pull request measures would
-                    become the reference unreviewed.
+                    become the reference unreviewed;
+  removed NAME      NAME has a trusted baseline, the tested manifest does
+                    not run it and the tested commit deletes its baseline
+                    (a benchmark removed, or renamed: removed + new).
 
 Invariants:
   - reads the manifests with tomllib and the directories' listings only;
@@ -85,6 +88,7 @@ def findings(pr_run, proposed, base_run, trusted):
     """[(kind, name)]: see the module's docstring."""
     out = [("unbaselined", n) for n in pr_run - proposed]
     out += [("untrusted", n) for n in (pr_run & base_run & proposed) - trusted]
+    out += [("removed", n) for n in trusted - pr_run - proposed]
     return sorted(out, key=lambda f: (f[0], f[1]))
 
 

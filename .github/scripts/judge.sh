@@ -42,7 +42,10 @@
 #     as --manifest (which benchmarks exist) and --proposed-baselines;
 #   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
 #     baselines directory; --accept-changes iff, in addition, the event is a
-#     pull request and the accept label is in $LABELS_JSON;
+#     pull request and the accept label is in $LABELS_JSON; without the
+#     label, the proposed baselines are passed with every deletion of a
+#     trusted baseline of a benchmark the manifest no longer runs undone, so
+#     removing or renaming a benchmark fails it as missing;
 #   - nothing from the tested commit or the run directories is executed;
 #   - a missing run directory, a plan or build job that did not succeed, an
 #     unreadable label payload or a benchmark without the baseline it needs
@@ -238,10 +241,11 @@ fi
 check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest" --baselines "$base_root/$baselines")
 
 accept=false
+proposed=
 if [ "$is_pr" = 1 ]; then
   bl_changed=$(changed_files "$baselines") || fail "git diff ${base}...${head} failed (is the history deep enough?)"
   if [ -n "$bl_changed" ]; then
-    check+=(--proposed-baselines "$pr_root/$baselines")
+    proposed="$pr_root/$baselines"
     echo "judge: this pull request changes $baselines/:" >&2
     printf '%s\n' "$bl_changed" | sed 's/^/  /' >&2
   fi
@@ -252,7 +256,6 @@ if [ "$is_pr" = 1 ]; then
   }
   if [ "$label" = true ] && [ -n "$bl_changed" ]; then
     accept=true
-    check+=(--accept-changes)
     notes+=("The label \`$accept_label\` is on this pull request: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
   elif [ "$label" = true ]; then
     notes+=("The label \`$accept_label\` is on this pull request, but it changes nothing under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
@@ -282,6 +285,7 @@ sets=$(/usr/bin/python3 "$here/bench_sets.py" "${sets_args[@]}" 2>"$work/sets.lo
   fail "Cannot compare the benchmarks of $manifest with $baselines/: $(tail -n 1 "$work/sets.log")"
 unbaselined=$(printf '%s\n' "$sets" | sed -n 's/^unbaselined //p')
 untrusted=$(printf '%s\n' "$sets" | sed -n 's/^untrusted //p')
+removed=$(printf '%s\n' "$sets" | sed -n 's/^removed //p')
 if [ -n "$unbaselined" ]; then
   forced_error=1
   notes+=("Benchmarks without a baseline in $(if [ "$is_pr" = 1 ]; then echo "this pull request"; else echo "this commit"; fi) ($(printf '%s\n' "$unbaselined" | list_files)): every benchmark the manifest runs needs one, or nothing judges it. Commit the output of \`make update-baselines\` (\`memprof-ci update-baselines -k NAME\`). The verdict is an error.")
@@ -294,6 +298,25 @@ if [ -n "$untrusted" ]; then
     notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
   fi
 fi
+# A benchmark with a trusted baseline that the pull request drops from its
+# manifest and whose baseline it deletes (removed, or renamed: removed +
+# new) is "removed" for the harness. Only the accept label honours that
+# deletion; without it the harness sees the proposed baselines with the
+# deletion undone, and the benchmark fails as missing.
+if [ -n "$removed" ] && [ -n "$proposed" ]; then
+  if [ "$accept" = true ]; then
+    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline; the label \`$accept_label\` accepts the removal.")
+  else
+    restored="$work/proposed"
+    mkdir -p "$restored"
+    cp -- "$proposed"/*.json "$restored"/ 2>/dev/null || true
+    while IFS= read -r name; do cp -- "$base_root/$baselines/$name.json" "$restored/"; done <<<"$removed"
+    proposed=$restored
+    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline: a benchmark leaves the gate only with the label \`$accept_label\`, so it is judged as missing.")
+  fi
+fi
+if [ -n "$proposed" ]; then check+=(--proposed-baselines "$proposed"); fi
+if [ "$accept" = true ]; then check+=(--accept-changes); fi
 for n in "${notes[@]}"; do check+=(--note "$n"); done
 check+=(--report-dir "$out")
 if [ -n "$check_args" ]; then

@@ -349,19 +349,39 @@ def test_renamed_benchmark_fails_as_missing(repo, tmp_path):
     assert "Missing: b" in md
 
 
-def test_deleted_baseline_is_removed(repo, tmp_path):
+@pytest.mark.parametrize("how", ["removed", "renamed-regressed", "baselines-replaced"])
+def test_removing_a_benchmark_needs_the_label(repo, tmp_path, how):
+    """Dropping a benchmark together with its baseline makes it leave the
+    gate: a removal, a rename that hides a +500% regression (b -> b2, b2
+    recorded as new), or all baselines replaced by one new benchmark's.
+    Without the label each fails as missing; the label accepts it."""
     r, base = repo
 
     def change(rr):
-        write(rr, MANIFEST, manifest_text(benches=("a",)))
-        git(rr, "rm", "-q", "baselines/b.json")
+        if how == "removed":
+            write(rr, MANIFEST, manifest_text(benches=("a",)))
+            git(rr, "rm", "-q", "baselines/b.json")
+        elif how == "renamed-regressed":
+            write(rr, "benchmarks/b.spec.json", spec([b * 6 for b in B_WORDS]))
+            write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"}))
+            git(rr, "rm", "-q", "baselines/b.json")
+            update_baselines(rr)
+        else:
+            git(rr, "rm", "-q", "-r", "baselines")
+            write(rr, MANIFEST, manifest_text(benches=("c",), renames={"c": "a"}))
+            update_baselines(rr)
 
     head = pr_merge(r, base, change)
+    gone = ["a", "b"] if how == "baselines-replaced" else ["b"]
     runs = [profile(r, tmp_path / "run", base)]
     proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [n for n in gone if js["benchmarks"][n]["status"] == "missing"] == gone
+    assert any("removes (or renames)" in n and "judged as missing" in n for n in js["notes"]), js["notes"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert js["benchmarks"]["b"]["status"] == "removed"
-    assert "Removed: b" in md
+    assert [n for n in gone if js["benchmarks"][n]["status"] == "removed"] == gone
+    assert all(f"Removed: {n}" in md for n in gone), md
 
 
 def test_pr_without_manifest_is_an_error(repo, tmp_path):
@@ -741,12 +761,12 @@ def test_bench_sets_findings(tmp_path):
     proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
                 "--base-manifest", str(base / "m.toml"), "--base-baselines", str(base / "bl")])
     assert proc.returncode == 0, proc.stderr
-    # m: run without a baseline; b: base runs it untrusted; c, gone: not
-    # judged by bench_sets (the harness reports them missing).
-    assert proc.stdout == "unbaselined m\nuntrusted b\n"
+    # m: run without a baseline; b: base runs it untrusted; c, gone: trusted,
+    # no longer run, baseline deleted.
+    assert proc.stdout == "removed c\nremoved gone\nunbaselined m\nuntrusted b\n"
     proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
                 "--base-baselines", str(base / "bl")])
-    assert proc.stdout == "unbaselined m\n"
+    assert proc.stdout == "removed c\nremoved gone\nunbaselined m\n"
 
 
 @pytest.mark.parametrize("text", ["[[benchmark]\n", '[[benchmark]]\nname = "../x"\n', "benchmark = 3\n",
