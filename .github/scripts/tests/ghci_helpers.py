@@ -176,3 +176,14 @@ def run_step(step, env, cwd, job_env=None):
         return run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], cwd=cwd, env=env)
     finally:
         script.unlink()
+
+
+def interpolate(value, context=None):
+    """A workflow value with each `${{ expr }}` in it replaced by its value
+    (evaluate); the value itself when it is one whole expression."""
+    if not isinstance(value, str):
+        return value
+    whole = re.fullmatch(r"\$\{\{(.*?)\}\}", value.strip(), re.S)
+    if whole:
+        return evaluate(value, context)
+    return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(evaluate(m.group(1), context)), value)
