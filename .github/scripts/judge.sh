@@ -16,7 +16,9 @@
 #   --manifest PATH       manifest path in the repository
 #   --baselines PATH      baselines directory in the repository (default baselines)
 #   --accept-label NAME   label that accepts changes (default `memprof-ci: accept`);
-#                         the labels themselves come from $LABELS_JSON (has-label.py)
+#                         the labels themselves come from $LABELS_JSON, the event
+#                         that started the run from $EVENT_ACTION and $EVENT_LABEL
+#                         (has-label.py --added-by-event)
 #   --harness-dir PATH    note when the pull request changes PATH/ (this repository's
 #                         harness: the base branch's judged it)
 #   --workflows-dir PATH  note when the pull request changes PATH/ (workflow files,
@@ -42,7 +44,9 @@
 #     as --manifest (which benchmarks exist) and --proposed-baselines;
 #   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
 #     baselines directory; --accept-changes iff, in addition, the event is a
-#     pull request and the accept label is in $LABELS_JSON; without the
+#     pull request, the accept label is in $LABELS_JSON and the event that
+#     started this run added it (so it accepts the commit a maintainer put it
+#     on, never a later push); without the
 #     label, the proposed baselines are passed with every deletion of a
 #     trusted baseline of a benchmark the manifest no longer runs undone, so
 #     removing or renaming a benchmark fails it as missing;
@@ -249,16 +253,18 @@ if [ "$is_pr" = 1 ]; then
     echo "judge: this pull request changes $baselines/:" >&2
     printf '%s\n' "$bl_changed" | sed 's/^/  /' >&2
   fi
-  label=$("$here/has-label.py" "$accept_label") || {
+  label=$("$here/has-label.py" --added-by-event "$accept_label") || {
     forced_error=1
     label=false
     notes+=("The pull request's labels could not be read; the accept label was not honoured. The verdict is an error.")
   }
   if [ "$label" = true ] && [ -n "$bl_changed" ]; then
     accept=true
-    notes+=("The label \`$accept_label\` is on this pull request: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
+    notes+=("The label \`$accept_label\` was added to this pull request by the event that started this run: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
   elif [ "$label" = true ]; then
     notes+=("The label \`$accept_label\` is on this pull request, but it changes nothing under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
+  elif [ "$label" = earlier ]; then
+    notes+=("The label \`$accept_label\` is on this pull request, but it was added before the event that started this run (a push, another label, a reopening): it accepts only the commit it was added on, in the run its adding starts, so nothing is accepted here. To accept this commit, review it, then remove the label and add it again.")
   fi
   if [ -n "$harness_dir" ]; then
     h_changed=$(changed_files "$harness_dir") || fail "git diff ${base}...${head} failed"

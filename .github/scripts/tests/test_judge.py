@@ -125,10 +125,14 @@ def profile(r, out, base_sha=None, shard=None):
     return out
 
 
-def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None):
-    """The judge job: judge.sh from this checkout on the run directories."""
+def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None,
+          added=None, action="synchronize"):
+    """The judge job: judge.sh from this checkout on the run directories.
+    The run was started by the pull_request `action`, or by adding the
+    label `added` (action `labeled`)."""
     out = tmp_path / "report"
-    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output")}
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output"),
+           "EVENT_ACTION": "labeled" if added else action, "EVENT_LABEL": added or ""}
     if labels is not None:
         env["LABELS_JSON"] = labels if isinstance(labels, str) else json.dumps(
             [{"id": i, "name": n, "color": "ededed"} for i, n in enumerate(labels)])
@@ -203,8 +207,9 @@ def recorded_regression(repo, tmp_path):
 
 @pytest.mark.parametrize("labels", [[ACCEPT], ["bug", "memprof-ci: ACCEPT "]], ids=["exact", "case-and-space"])
 def test_label_accepts_matching_proposed_baselines(recorded_regression, tmp_path, labels):
+    """A maintainer adds the label: that `labeled` event's run accepts."""
     r, base, head, runs = recorded_regression
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels)
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels, added=labels[-1])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert js["verdict"]["exit_code"] == 0
     assert "accepted by label" in md.lower()
@@ -228,11 +233,38 @@ def test_without_the_label_the_regression_fails(recorded_regression, tmp_path, l
     assert "--proposed-baselines" in proc.stdout
 
 
+@pytest.mark.parametrize("action,added", [("synchronize", None), ("labeled", "bug"), ("reopened", None),
+                                          ("opened", None), ("labeled", "memprof-ci: accepted")],
+                         ids=["push", "other-label", "reopened", "opened", "longer-name"])
+def test_label_accepts_only_the_commit_it_was_added_on(repo, tmp_path, action, added):
+    """After the maintainer's label, the author pushes a bigger regression (+300%
+    in `a`, GC totals included) with re-recorded baselines that match it.
+    The label is still on the pull request, but no event of this run added
+    it: nothing is accepted."""
+    r, base = repo
+
+    def change(rr):
+        write(rr, "benchmarks/a.spec.json", spec([w * 4 for w in A_WORDS]))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=["bug", ACCEPT], action=action, added=added)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "--accept-changes" not in proc.stdout and not js.get("accepted")
+    assert js["benchmarks"]["a"]["checks"]["gc_totals"]["outcome"] == "failed"
+    assert any("added before the event that started this run" in n for n in js["notes"]), js["notes"]
+    # Removing and re-adding the label, after review, accepts this commit.
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=["bug", ACCEPT], added=ACCEPT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {a["check"] for a in js["accepted"]} >= {"alloc_sites", "gc_totals"}
+
+
 def test_configured_label_name(recorded_regression, tmp_path):
     r, base, head, runs = recorded_regression
-    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=["perf: ok"], args=["--accept-label", "perf: ok"])
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=["perf: ok"], added="perf: ok", args=["--accept-label", "perf: ok"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], args=["--accept-label", "perf: ok"])
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT, args=["--accept-label", "perf: ok"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
@@ -240,7 +272,7 @@ def test_label_without_baseline_change_accepts_nothing(repo, tmp_path):
     r, base = repo
     head = pr_merge(r, base, regress_a)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
     assert "nothing to accept" in md
@@ -257,7 +289,7 @@ def test_label_does_not_accept_baselines_that_do_not_match_the_code(repo, tmp_pa
 
     head = pr_merge(r, base, change)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, _, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, _, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode != 0, proc.stdout + proc.stderr
     assert not js.get("accepted")
 
@@ -269,7 +301,7 @@ def test_label_on_a_push_is_ignored(repo, tmp_path):
     git(r, "commit", "-q", "-am", "regress on main")
     head = git(r, "rev-parse", "HEAD")
     runs = [profile(r, tmp_path / "run")]
-    proc, _, _ = judge(r, tmp_path, head, runs, event="push", labels=[ACCEPT])
+    proc, _, _ = judge(r, tmp_path, head, runs, event="push", labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
 
@@ -328,7 +360,7 @@ def test_nan_setting_in_the_pr_manifest_never_passes(repo, tmp_path):
     proc = run([PROFILE, "--base-sha", base, MANIFEST, str(tmp_path / "run"), "--", "--no-overhead"], cwd=r)
     assert proc.returncode == 2 and not (tmp_path / "run" / "run.json").exists()
     assert "min_effect" in proc.stderr
-    proc, md, _ = judge(r, tmp_path, head, forged, base=base, labels=[ACCEPT])
+    proc, md, _ = judge(r, tmp_path, head, forged, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "min_effect" in md
 
@@ -343,7 +375,7 @@ def test_renamed_benchmark_fails_as_missing(repo, tmp_path):
 
     head = pr_merge(r, base, change)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert js["benchmarks"]["b"]["status"] == "missing"
     assert "Missing: b" in md
@@ -378,7 +410,7 @@ def test_removing_a_benchmark_needs_the_label(repo, tmp_path, how):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert [n for n in gone if js["benchmarks"][n]["status"] == "missing"] == gone
     assert any("removes (or renames)" in n and "judged as missing" in n for n in js["notes"]), js["notes"]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [n for n in gone if js["benchmarks"][n]["status"] == "removed"] == gone
     assert all(f"Removed: {n}" in md for n in gone), md
@@ -462,7 +494,7 @@ def test_pull_request_planting_non_baselines_is_an_error(repo, tmp_path, planted
     r, base = repo
     head = pr_merge(r, base, lambda rr: write(rr, *planted))
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "tested commit" in md and "not baselines" in md and js is None
 
@@ -499,7 +531,7 @@ def test_deleting_the_baseline_of_a_kept_benchmark_is_an_error(repo, tmp_path):
     r, base = repo
     head = pr_merge(r, base, lambda rr: git(rr, "rm", "-q", "baselines/b.json"))
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert any("without a baseline" in n and "`b`" in n for n in js["notes"]), js["notes"]
 
@@ -532,7 +564,7 @@ def test_restoring_a_trusted_baseline_needs_the_label(repo, tmp_path):
     proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert any("without a trusted baseline" in n and "`a`" in n for n in js["notes"]), js["notes"]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert js["benchmarks"]["a"]["checks"]["proposed_baseline"]["outcome"] == "passed"
 
@@ -660,7 +692,8 @@ def gate_judge_step(r, tmp_path, env, runs=()):
     job = load_workflow(WORKFLOWS / "alloc-gate.yml")["jobs"]["judge"]
     step = workflow_step("alloc-gate.yml", "judge", "memprof-ci check (judge)")
     full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", **env}
+            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", "EVENT_ACTION": "synchronize", "EVENT_LABEL": "",
+            **env}
     proc = run_step(step, full, root, job_env=job.get("env"))
     report = root / "_build" / "alloc-report"
     js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None
@@ -711,6 +744,26 @@ def test_profile_usage(tmp_path, args):
 
 
 # ---------------------------------------------------------------- has-label.py
+
+@pytest.mark.parametrize("action,added,expected", [
+    ("labeled", "memprof-ci: accept", "true"),
+    ("labeled", " MemProf-CI: Accept", "true"),
+    ("labeled", "bug", "earlier"),
+    ("synchronize", "", "earlier"),
+    ("synchronize", "memprof-ci: accept", "earlier"),
+    ("unlabeled", "memprof-ci: accept", "earlier"),
+    (None, None, "earlier"),
+])
+def test_has_label_added_by_event(action, added, expected):
+    env = {"LABELS_JSON": '[{"name": "memprof-ci: accept"}]'}
+    env.update({k: v for k, v in (("EVENT_ACTION", action), ("EVENT_LABEL", added)) if v is not None})
+    proc = run([PYTHON, HAS_LABEL, "--added-by-event", ACCEPT], env={k: v for k, v in env.items()})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected + "\n"
+    # Without the label on the pull request, never true, whatever the event says.
+    proc = run([PYTHON, HAS_LABEL, "--added-by-event", ACCEPT], env={**env, "LABELS_JSON": "[]"})
+    assert proc.stdout == "false\n"
+
 
 @pytest.mark.parametrize("raw,label,expected", [
     ('[{"id": 1, "name": "memprof-ci: accept", "color": "x"}]', ACCEPT, "true"),
