@@ -59,10 +59,30 @@
 #     (RUN_DIR/profiles/*.ctf, one seed per benchmark) are copied, as data
 #     for a reviewer's memtrace_viewer, into OUT/traces/: regular files
 #     only, never read or run here;
+#   - workflow commands are stopped (`::stop-commands::` with a random
+#     token) from the first line this script prints until the verdict is
+#     published, and stderr is merged into stdout: nothing the pull request
+#     wrote (run.json's error texts reach the log through the harness) acts
+#     as a command; only publish-report.sh's annotation does;
 #   - OUT/report.md always exists afterwards; exit status and OUT/exit-status
 #     are the normalised verdict (0 pass, 1 regression, 2 error); `status=N`
 #     is appended to $GITHUB_OUTPUT when set.
 set -uo pipefail
+
+# Everything this script and the harness print may carry text of the pull
+# request (run.json's error texts, file names, notes): no line of it may act
+# as a workflow command. Commands are stopped under a random token, which
+# nothing made before this run can know, until the verdict is published;
+# stderr joins stdout, so the runner reads one stream in order.
+exec 2>&1
+fence=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+[ "${#fence}" = 32 ] || { echo "judge: cannot read /dev/urandom"; exit 2; }
+echo "::stop-commands::$fence"
+resume_commands() { if [ -n "$fence" ]; then echo "::$fence::"; fence=; fi; }
+tmp_work=
+# shellcheck disable=SC2317  # run by the EXIT trap
+on_exit() { resume_commands; if [ -n "$tmp_work" ]; then rm -rf "$tmp_work"; fi; }
+trap on_exit EXIT
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() {
@@ -137,7 +157,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -z "$work" ]; then
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  tmp_work=$work
 else
   mkdir -p "$work"
   work=$(cd "$work" && pwd)
@@ -155,6 +175,7 @@ fail() {
     printf '%s\n' "$*"
   } >"$out/report.md"
   rm -f "$out/report.json"
+  resume_commands
   "$here/publish-report.sh" --final "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=2" >>"$GITHUB_OUTPUT"; fi
   exit 2
@@ -358,6 +379,7 @@ done
 if [ "$forced_error" = 1 ]; then status=2; fi
 
 set +e
+resume_commands
 "$here/publish-report.sh" --final "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
 status=$?
 if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=$status" >>"$GITHUB_OUTPUT"; fi

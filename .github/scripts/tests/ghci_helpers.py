@@ -187,3 +187,29 @@ def interpolate(value, context=None):
     if whole:
         return evaluate(value, context)
     return re.sub(r"\$\{\{(.*?)\}\}", lambda m: str(evaluate(m.group(1), context)), value)
+
+
+# ---------------------------------------------------------------- workflow commands
+
+_COMMAND_RE = re.compile(r"::([A-Za-z][A-Za-z0-9_-]*)(?:\s[^:]*)?::(.*)|##\[([A-Za-z][A-Za-z0-9_-]*)[^\]]*\](.*)")
+
+
+def workflow_commands(log):
+    """[(command, value)]: the workflow commands a runner acts on in a
+    step's log (stdout and stderr alike): a line that starts, after leading
+    whitespace, with `::NAME ...::VALUE` (or the older `##[NAME ...]VALUE`);
+    after `::stop-commands::TOKEN`, none until the line `::TOKEN::`."""
+    active, stop = [], None
+    for line in log.splitlines():
+        line = line.lstrip()
+        if stop is not None:
+            if line == f"::{stop}::":
+                stop = None
+            continue
+        m = _COMMAND_RE.match(line)
+        if m:
+            name, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            active.append((name, value))
+            if name == "stop-commands":
+                stop = value
+    return active

@@ -19,7 +19,8 @@ import shutil
 
 import pytest
 
-from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, git, load_workflow, run, run_step, workflow_step, write
+from ghci_helpers import (PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, git, load_workflow, run, run_step,
+                          workflow_commands, workflow_step, write)
 
 JUDGE = str(SCRIPTS / "judge.sh")
 PROFILE = str(SCRIPTS / "profile.sh")
@@ -480,7 +481,7 @@ def test_export_ignore_on_the_base_cannot_hide_trusted_baselines(repo, tmp_path,
     else:
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
-        assert "extracted 2 file(s)" in proc.stderr
+        assert "extracted 2 file(s)" in proc.stdout
 
 
 @pytest.mark.parametrize("planted", [
@@ -602,6 +603,33 @@ def test_workflow_change_is_noted(repo, tmp_path):
     assert not any("changes the harness" in n for n in js["notes"])
 
 
+# ---------------------------------------------------------------- the judge's log
+
+FORGED = ("boom\n::error title=memprof-ci::allocation check PASSED\n::add-mask::regression\n"
+          "  ::warning::indented\n##[add-mask]error\n::stop-commands::x\nlater")
+
+
+def test_run_text_cannot_issue_workflow_commands(repo, tmp_path):
+    """run.json's error text is the pull request's: put into the judge's log
+    by the harness, it must not act as a workflow command (a fake PASSED,
+    masking the word regression, or stop-commands swallowing the judge's
+    own error). The runner's reading of the log is simulated
+    (ghci_helpers.workflow_commands) on everything the judge printed."""
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    run_dir = profile(r, tmp_path / "run", base)
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["benchmarks"]["a"]["error"] = FORGED
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    proc, md, js = judge(r, tmp_path, head, [run_dir], base=base, labels=[])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    log = proc.stdout + proc.stderr
+    assert "PASSED" in log and "add-mask" in log  # the text did reach the log
+    commands = workflow_commands(log)
+    assert [c for c, _ in commands] == ["stop-commands", "error"], commands
+    assert commands[-1][1].startswith("the allocation check failed with an error")
+
+
 # ---------------------------------------------------------------- shards and missing data
 
 def test_shards_are_judged_together(repo, tmp_path):
@@ -657,7 +685,11 @@ def test_failed_build_job_is_an_error(repo, tmp_path, result):
 
 @pytest.mark.parametrize("args", [[], ["--event", "pull_request"], ["--event", "push", "--head-sha", "x", "--manifest", "m"]])
 def test_judge_usage(tmp_path, args):
-    assert run([JUDGE, *args], cwd=tmp_path).returncode == 2
+    proc = run([JUDGE, *args], cwd=tmp_path)
+    assert proc.returncode == 2
+    # Commands stopped at the start are resumed on every way out.
+    (stop,) = workflow_commands(proc.stdout)
+    assert stop[0] == "stop-commands" and proc.stdout.splitlines()[-1] == f"::{stop[1]}::"
 
 
 def test_pull_request_needs_base_sha(repo, tmp_path):
