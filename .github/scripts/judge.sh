@@ -23,6 +23,12 @@
 #                         harness: the base branch's judged it)
 #   --workflows-dir PATH  note when the pull request changes PATH/ (workflow files,
 #                         which GitHub takes from the pull request)
+#   --build-path SPEC     note when the pull request changes files matching the git
+#                         pathspec SPEC that the build job runs to build or measure
+#                         the benchmarks (scripts, runtime patch, makefiles; repeatable)
+#   --no-overhead         the gate does not measure the profiling overhead (passed on
+#                         to the harness); without it, a run that has no overhead
+#                         record for a benchmark (unmeasured.py) is an error
 #   --expect-runs N       number of RUN_DIRs that must hold a run.json
 #   --plan-result R       needs.<plan>.result; anything but `success` is an error
 #   --build-result R      needs.<build>.result; anything but `success` is an error
@@ -88,6 +94,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() {
   echo "usage: $0 --event NAME [--base-sha SHA] --head-sha SHA [--repo DIR] --manifest PATH" \
        "[--baselines PATH] [--accept-label NAME] [--harness-dir PATH] [--workflows-dir PATH]" \
+       "[--build-path SPEC]... [--no-overhead]" \
        "[--expect-runs N] [--plan-result R] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
        "--out DIR -- RUN_DIR..." >&2
   exit 2
@@ -106,14 +113,17 @@ expect_runs=
 plan_result=success
 build_result=success
 notes=()
+build_paths=()
+overhead=1
 check_args=
 work=
 out=
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --) shift; break ;;
+    --no-overhead) overhead=0; shift ;;
     --event|--base-sha|--head-sha|--repo|--manifest|--baselines|--accept-label|--harness-dir|\
-    --workflows-dir|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out)
+    --workflows-dir|--build-path|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out)
       [ "$#" -ge 2 ] || usage
       case "$1" in
         --event) event=$2 ;;
@@ -125,6 +135,7 @@ while [ "$#" -gt 0 ]; do
         --accept-label) accept_label=$2 ;;
         --harness-dir) harness_dir=${2%/} ;;
         --workflows-dir) workflows_dir=${2%/} ;;
+        --build-path) build_paths+=("$2") ;;
         --expect-runs) expect_runs=$2 ;;
         --plan-result) plan_result=$2 ;;
         --build-result) build_result=$2 ;;
@@ -254,6 +265,17 @@ if [ "${#missing[@]}" -gt 0 ]; then
 elif [ "$forced_error" = 1 ]; then
   notes+=("Incomplete run: expected $expect_runs run director(ies), got $present. The verdict is an error.")
 fi
+if [ "$overhead" = 1 ] && [ "$present" -gt 0 ]; then
+  if unmeasured=$(/usr/bin/python3 "$here/unmeasured.py" "${abs_runs[@]}" 2>"$work/unmeasured.log"); then
+    if [ -n "$unmeasured" ]; then
+      forced_error=1
+      notes+=("The run has no overhead measurement for $(printf '%s\n' "$unmeasured" | list_files) (profiled with \`--no-overhead\`, or \`\"overhead\": null\` in run.json); this gate measures the overhead, so the verdict is an error.")
+    fi
+  else
+    forced_error=1
+    notes+=("The run's overhead measurements could not be read: $(tail -n 1 "$work/unmeasured.log"). The verdict is an error.")
+  fi
+fi
 if [ "$plan_result" != success ]; then
   forced_error=1
   notes+=("The plan job ended with '$plan_result' (see its log), so the build jobs did not run as planned. The verdict is an error.")
@@ -291,7 +313,13 @@ if [ "$is_pr" = 1 ]; then
     h_changed=$(changed_files "$harness_dir") || fail "git diff ${base}...${head} failed"
     if [ -n "$h_changed" ]; then
       n=$(printf '%s\n' "$h_changed" | wc -l)
-      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes.")
+      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes; the build job profiled with them.")
+    fi
+  fi
+  if [ "${#build_paths[@]}" -gt 0 ]; then
+    b_changed=$(git_repo diff --name-only "${base}...${head}" -- "${build_paths[@]}") || fail "git diff ${base}...${head} failed"
+    if [ -n "$b_changed" ]; then
+      notes+=("This pull request changes what builds or measures the benchmarks in the build job ($(printf '%s\n' "$b_changed" | list_files)). The build job ran these changes, so the measurements come from them: review them before trusting this verdict.")
     fi
   fi
   if [ -n "$workflows_dir" ]; then
@@ -343,6 +371,7 @@ if [ -n "$removed" ] && [ -n "$proposed" ]; then
   fi
 fi
 if [ -n "$proposed" ]; then check+=(--proposed-baselines "$proposed"); fi
+if [ "$overhead" = 0 ]; then check+=(--no-overhead); fi
 if [ "$accept" = true ]; then check+=(--accept-changes); fi
 for n in "${notes[@]}"; do check+=(--note "$n"); done
 check+=(--report-dir "$out")

@@ -127,10 +127,11 @@ def profile(r, out, base_sha=None, shard=None):
 
 
 def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None,
-          added=None, action="synchronize"):
+          added=None, action="synchronize", overhead=False):
     """The judge job: judge.sh from this checkout on the run directories.
     The run was started by the pull_request `action`, or by adding the
-    label `added` (action `labeled`)."""
+    label `added` (action `labeled`). Unless `overhead`, the gate does not
+    measure the overhead (--no-overhead, as profile() runs)."""
     out = tmp_path / "report"
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output"),
            "EVENT_ACTION": "labeled" if added else action, "EVENT_LABEL": added or ""}
@@ -140,6 +141,8 @@ def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None,
     cmd = [JUDGE, "--event", event, "--head-sha", head, "--repo", str(r), "--manifest", MANIFEST,
            "--baselines", "baselines", "--harness-dir", "harness", "--workflows-dir", ".github/workflows",
            "--out", str(out), "--expect-runs", str(expect_runs or len(runs)), *args]
+    if not overhead:
+        cmd.append("--no-overhead")
     if base:
         cmd += ["--base-sha", base]
     # Run from elsewhere: nothing may depend on the tested repository being the cwd.
@@ -151,6 +154,21 @@ def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None,
     assert (out / "exit-status").read_text().strip() == str(proc.returncode)
     assert f"status={proc.returncode}" in (tmp_path / "gh_output").read_text()
     return proc, md, js
+
+
+def with_overhead(run_dir, skip=()):
+    """Give each benchmark of run_dir's run.json (but `skip`, set to null) an
+    overhead record, as `memprof-ci profile` without --no-overhead writes
+    one: a synthetic one, measured nowhere (no test judges a timing)."""
+    path = pathlib.Path(run_dir) / "run.json"
+    doc = json.loads(path.read_text())
+    for name, b in doc["benchmarks"].items():
+        b["overhead"] = None if name in skip else {
+            "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01, "p_value": 1.0, "level": 0.01,
+            "median_off_s": 0.05, "median_on_s": 0.05, "runs": 5, "confirmation_runs": 0,
+            "above_budget": 0, "screened": False, "method": "synthetic (test)"}
+    path.write_text(json.dumps(doc))
+    return run_dir
 
 
 def regress_a(r, record=False):
@@ -732,15 +750,95 @@ def gate_judge_step(r, tmp_path, env, runs=()):
     return proc, (report / "report.md").read_text() if (report / "report.md").is_file() else None, js
 
 
+def reusable_judge_step(r, tmp_path, env, run_dir):
+    """Run the `memprof-ci check (judge)` step of the reusable memprof-ci.yml
+    as its job would: memprof-ci (this checkout's scripts and harness) at
+    .memprof-ci, the caller's repository at .memprof-ci-tested, the run at
+    _build/runs/memprof-ci-run."""
+    root = tmp_path / "reusable-judge-job"
+    (root / ".memprof-ci" / ".github").mkdir(parents=True)
+    (root / ".memprof-ci" / ".github" / "scripts").symlink_to(SCRIPTS)
+    (root / ".memprof-ci" / "harness").symlink_to(REPO_ROOT / "harness")
+    (root / ".memprof-ci-tested").symlink_to(r)
+    shutil.copytree(run_dir, root / "_build" / "runs" / "memprof-ci-run")
+    step = workflow_step("memprof-ci.yml", "judge", "memprof-ci check (judge)")
+    full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", "EVENT_ACTION": "synchronize", "EVENT_LABEL": "",
+            "EVENT_NAME": "pull_request", "BUILD_RESULT": "success", "MANIFEST": MANIFEST,
+            "BASELINES": "baselines", "CHECK_ARGS": "", "OVERHEAD": "true", **env}
+    proc = run_step(step, full, root)
+    report = root / "_build" / "alloc-report"
+    js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None
+    return proc, js
+
+
+@pytest.mark.parametrize("overhead,status", [("false", 0), ("true", 2)])
+def test_reusable_judge_step_expects_overhead_as_configured(repo, tmp_path, overhead, status):
+    """The caller's `overhead` input: false tells the judge not to expect
+    the records a --no-overhead build job leaves out; true makes their
+    absence an error."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    run_dir = profile(r, tmp_path / "run", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": overhead},
+                                   run_dir)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert ("overhead" in js["benchmarks"]["a"]["checks"]) == (overhead == "true")
+
+
 def test_gate_judge_step_judges_a_pull_request(repo, tmp_path):
+    """A pull request that regresses `a`, measured with overhead as the
+    gate's build job does: judged, and nothing more to note."""
     r, base = repo
     head = pr_merge(r, base, regress_a)
-    runs = [profile(r, tmp_path / "run", base)]
+    runs = [with_overhead(profile(r, tmp_path / "run", base))]
     proc, md, js = gate_judge_step(r, tmp_path, {
         "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "1",
         "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+    assert js["benchmarks"]["b"]["checks"]["overhead"]["outcome"] == "passed"
+    assert js["notes"] == []
+
+
+def test_gate_judge_step_notes_what_the_build_job_ran(repo, tmp_path):
+    """Besides harness/ and the workflows, the build job runs the scripts,
+    the runtime patch and the makefiles: a pull request changing them is
+    noted, each file named."""
+    r, base = repo
+    changed = [".github/scripts/profile.sh", "runtime-patch/patches/0001.patch", "Makefile",
+               "benchmarks/benchmarks.mk"]
+
+    def change(rr):
+        for path in changed:
+            write(rr, path, "changed\n")
+        write(rr, "benchmarks/README.md", "not run\n")
+
+    head = pr_merge(r, base, change)
+    runs = [with_overhead(profile(r, tmp_path / "run", base))]
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "1",
+        "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (note,) = [n for n in js["notes"] if "builds or measures the benchmarks" in n]
+    assert all(f"`{p}`" in note for p in changed) and "README" not in note, note
+
+
+@pytest.mark.parametrize("skip", [("a", "b"), ("a",)], ids=["no-overhead", "one-null"])
+def test_missing_overhead_is_an_error_when_the_gate_measures_it(repo, tmp_path, skip):
+    """A build job run with --no-overhead, or a run.json that says
+    `"overhead": null`, would skip the overhead check without a word."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    runs = [with_overhead(profile(r, tmp_path / "run", base), skip=skip)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[], overhead=True)
+    assert js["verdict"]["exit_code"] == 0  # the harness alone skips the check
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (note,) = [n for n in js["notes"] if "no overhead measurement" in n]
+    assert all(f"`{n}`" in note for n in skip) and ("`b`" in note) == ("b" in skip), note
+    # The gate that does not measure it (`overhead: false`) judges the same run.
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[], overhead=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_gate_judge_step_after_a_failed_plan_is_an_error(repo, tmp_path):

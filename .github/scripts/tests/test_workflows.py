@@ -465,6 +465,7 @@ def test_judge_step_inputs(wf_name, job_name):
         # memprof-ci is pinned there: the caller's PR cannot change the harness.
         assert "--harness-dir" not in judge["run"] and "--expect-runs 1" in judge["run"]
         assert env["CHECK_ARGS"] == "${{ inputs.check-args }}"
+        assert env["OVERHEAD"] == "${{ inputs.overhead }}"
 
 
 def test_labels_are_read_only_from_the_payload_through_env():
