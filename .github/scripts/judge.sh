@@ -33,7 +33,10 @@
 #   --plan-result R       needs.<plan>.result; anything but `success` is an error
 #   --build-result R      needs.<build>.result; anything but `success` is an error
 #   --note TEXT           extra note for the report (repeatable)
-#   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace
+#   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace;
+#                         only these are allowed: --strict (a benchmark without a
+#                         baseline fails) and -v/-q (--verbose/--quiet, repeatable):
+#                         none of them can change what is judged or against what
 #   --work DIR            scratch directory (default: a new temporary one)
 #   --out DIR             report directory (report.md, report.json, exit-status)
 #
@@ -57,6 +60,9 @@
 #     trusted baseline of a benchmark the manifest no longer runs undone, so
 #     removing or renaming a benchmark fails it as missing;
 #   - nothing from the tested commit or the run directories is executed;
+#   - --check-args adds only allow-listed flags (--strict, -v, -q), before
+#     the trusted arguments: it cannot name other baselines, settings, run
+#     directories, a -k/-m selection or pytest arguments;
 #   - a missing run directory, a plan or build job that did not succeed, an
 #     unreadable label payload or a benchmark without the baseline it needs
 #     (bench_sets.py) makes the verdict an error (2), whatever the harness
@@ -250,7 +256,19 @@ list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
   printf '%s\n' "$shown"
 }
 
+# The caller's extra arguments come first and from an allow-list: the
+# trusted ones after them decide (and none of them could be overridden).
 check=(check)
+if [ -n "$check_args" ]; then
+  read -r -a extra <<<"$check_args"
+  for a in "${extra[@]}"; do
+    case "$a" in
+      --strict|--verbose|--quiet|-v|-vv|-vvv|-q|-qq) ;;
+      *) fail "--check-args: '$(printf '%s' "$a" | head -c 80)' is not allowed (only --strict, -v, -q, --verbose, --quiet: the judge alone decides what is judged, against which baselines and settings)." ;;
+    esac
+  done
+  check+=("${extra[@]}")
+fi
 present=0
 for d in "${abs_runs[@]}"; do
   if [ -f "$d/run.json" ]; then check+=(--from-run "$d"); present=$((present + 1)); fi
@@ -375,10 +393,6 @@ if [ "$overhead" = 0 ]; then check+=(--no-overhead); fi
 if [ "$accept" = true ]; then check+=(--accept-changes); fi
 for n in "${notes[@]}"; do check+=(--note "$n"); done
 check+=(--report-dir "$out")
-if [ -n "$check_args" ]; then
-  read -r -a extra <<<"$check_args"
-  check+=("${extra[@]}")
-fi
 echo "judge: accept-changes=$accept" >&2
 
 if [ "$present" -gt 0 ]; then

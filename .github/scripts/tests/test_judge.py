@@ -786,6 +786,32 @@ def test_reusable_judge_step_expects_overhead_as_configured(repo, tmp_path, over
     assert ("overhead" in js["benchmarks"]["a"]["checks"]) == (overhead == "true")
 
 
+@pytest.mark.parametrize("check_args", ["--baselines .memprof-ci-tested/baselines",
+                                        "--base-manifest .memprof-ci-tested/benchmarks/benchmarks.toml",
+                                        "-k b", "-m gc_totals", "--strict --baselines=.memprof-ci-tested/baselines",
+                                        "-- --deselect x"])
+def test_reusable_check_args_cannot_override_the_trusted_arguments(recorded_regression, tmp_path, check_args):
+    """The caller's workflow, the pull request's copy, passes check-args: with
+    --baselines naming the pull request's own (regressed) baselines, `a`
+    would be compared with them and pass; -k or -m would judge only part."""
+    r, base, head, _ = recorded_regression
+    run_dir = profile(r, tmp_path / "run2", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": "false",
+                                                 "CHECK_ARGS": check_args}, run_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "is not allowed" in proc.stdout and js is None
+
+
+@pytest.mark.parametrize("check_args,status", [("", 1), ("--strict -q", 1), ("-v --quiet", 1)])
+def test_reusable_check_args_allowed(recorded_regression, tmp_path, check_args, status):
+    r, base, head, _ = recorded_regression
+    run_dir = profile(r, tmp_path / "run2", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": "false",
+                                                 "CHECK_ARGS": check_args}, run_dir)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+
+
 def test_gate_judge_step_judges_a_pull_request(repo, tmp_path):
     """A pull request that regresses `a`, measured with overhead as the
     gate's build job does: judged, and nothing more to note."""
