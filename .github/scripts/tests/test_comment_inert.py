@@ -67,6 +67,7 @@ Issues: #1 owner/repo#12 GH-7 gh-8 &#35;3 &#x23;4
 Links: [x](http://evil) [y][r] [z] ![i](http://evil/p.png) ![j][r] [^f]
 <http://evil.example> <me@evil.example> https://evil.example www.evil.example WWW.EVIL.EXAMPLE
 me@evil.example mailto:me@evil.example xmpp:me@evil.example ftp://evil.example
+me@-evil.example me@.evil.example a.b@_evil.example x@-.y
 htt&#112;s://evil.example ww&#119;.evil.example
 Math: $x^2$ $$\\href{http://evil}{x}$$ $`y`$
 Control: \x1b[31mred\x1b[0m \u202eevil\r\n\x00nul
@@ -155,6 +156,15 @@ def test_harness_report_survives_unchanged(hostile_md):
             [[c["text"].replace("$", "&#36;") if c["codes"] else c["text"] for c in row]
              for row in want]
     assert page.summaries == report_page.summaries
+
+
+@pytest.mark.parametrize("address", ["me@-evil.example", "me@.evil.example", "me@_evil.example",
+                                     "a+b.c@x-y.evil.example", "x@-.y", "ocaml 5.3.0@-evil.example"])
+def test_no_email_autolink_whatever_follows_the_at(address):
+    """GFM autolinks an address whose domain starts with "-", "." or "_"
+    too: "@" is defused before every character it accepts there."""
+    html = HT.cmark(md_inert.inert(f"version {address} and | `{address}` |\n"))
+    assert "<a " not in html and "mailto:" not in html, html
 
 
 def test_inert_is_idempotent():
