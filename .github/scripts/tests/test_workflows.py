@@ -135,11 +135,14 @@ def test_action_validator_really_validates(tmp_path):
 
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=lambda p: p.name)
 def test_scripts_have_header_and_are_executable(script):
-    lines = script.read_text().splitlines()
-    assert lines[0].startswith("#!"), "missing shebang"
-    head = "\n".join(lines[1:25])
-    assert re.search(r"^(#|//|\"\"\")", head, re.M), "missing header comment"
-    assert re.search(r"^\W*Invariants?:?[ \t]*\n?\W*\w", script.read_text()[:3000], re.M), \
+    text = script.read_text()
+    assert text.startswith("#!"), "missing shebang"
+    # The header: the comment lines after the shebang, or the module docstring.
+    body = text.split("\n", 1)[1]
+    doc = re.match(r'\s*"""(.*?)"""', body, re.S)
+    header = doc.group(1) if doc else "\n".join(re.match(r"((?:(?:#|//).*\n)*)", body).group(1).splitlines())
+    assert header.strip(), "missing header comment"
+    assert re.search(r"^\W*Invariants?:?[ \t]*\n?\W*\w", header, re.M), \
         "header must state the script's invariants"
     assert os.access(script, os.X_OK), "not executable"
 
