@@ -10,20 +10,28 @@
 # proposed copies as data.
 #
 # Invariants:
-#   - reads only git objects (git archive, git cat-file); never touches the
-#     work tree or index, never runs anything from REF;
+#   - reads only git objects (git ls-tree, git cat-file blob); never touches
+#     the work tree or index, never runs anything from REF; no git attribute
+#     applies (no git archive: `export-ignore` or `export-subst` in a
+#     .gitattributes of REF cannot hide or rewrite a baseline);
 #   - OUT_DIR must be absent or empty; on success it holds the contents of
 #     REF:BASELINES_PATH and nothing else (empty if REF has none); OUT_DIR `-`
 #     (with --manifest) extracts the manifest only;
-#   - only regular files and directories come out: a symlink (or submodule)
-#     inside REF:BASELINES_PATH, or a manifest that is not a regular file, is
-#     an error, so a planted link cannot make the harness read another file;
+#   - a baselines directory holds baselines only: regular files named
+#     NAME.json, NAME a benchmark name (a letter or digit, then letters,
+#     digits, `_`, `.`, `-`). Anything else in REF:BASELINES_PATH (a
+#     subdirectory, a symlink, a submodule, a dot file such as .gitattributes,
+#     another name) is an error naming it, and nothing is written; so is a
+#     manifest that is not a regular file: a planted link cannot make the
+#     harness read another file;
 #   - MANIFEST_OUT is written only if REF has MANIFEST_PATH (a message says so
 #     otherwise, exit 0): the caller decides what a missing manifest means;
 #   - if REF is not in the local clone (shallow checkout), it is fetched
 #     from `origin` by sha, nothing else is fetched;
 #   - exit 0 on success, 2 on any usage or git error (outputs may then be partial).
 set -euo pipefail
+# Byte-wise character ranges in the name patterns below.
+export LC_ALL=C
 
 usage() { echo "usage: $0 [--manifest MANIFEST_PATH MANIFEST_OUT] REF OUT_DIR [BASELINES_PATH]" >&2; exit 2; }
 manifest_path=
@@ -95,16 +103,35 @@ case "$kind" in
      exit 2 ;;
 esac
 
-# Only blobs with a regular-file mode and trees may come out of the archive.
-odd=$(git ls-tree -r -t "${base_sha}:${path}" | awk '$1 != "100644" && $1 != "100755" && $1 != "040000"')
-if [ -n "$odd" ]; then
-  echo "base-baselines: $path in $base_sha holds entries that are not regular files or directories:" >&2
-  printf '%s\n' "$odd" | sed 's/^/  /' >&2
+# Read the tree object itself, one entry at a time (-z: any name comes
+# through whole); every entry must be a baseline before anything is written.
+listing=$(mktemp)
+trap 'rm -f "$listing"' EXIT
+git ls-tree -z "${base_sha}:${path}" >"$listing" ||
+  { echo "base-baselines: cannot list $path/ in $base_sha" >&2; exit 2; }
+names=()
+blobs=()
+odd=()
+while IFS= read -r -d '' entry; do
+  meta=${entry%%$'\t'*}
+  name=${entry#*$'\t'}
+  read -r mode type object <<<"$meta"
+  if [[ ( "$mode" = 100644 || "$mode" = 100755 ) && "$type" = blob &&
+        "$name" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*\.json$ ]]; then
+    names+=("$name")
+    blobs+=("$object")
+  else
+    odd+=("$(printf '%s %s %q' "$mode" "$type" "$name")")
+  fi
+done <"$listing"
+if [ "${#odd[@]}" -gt 0 ]; then
+  shown=$(printf '%s, ' "${odd[@]:0:10}")
+  if [ "${#odd[@]}" -gt 10 ]; then shown+="and $(( ${#odd[@]} - 10 )) more, "; fi
+  echo "base-baselines: $path/ in $base_sha holds ${#odd[@]} entr(ies) that are not baselines (regular files NAME.json): ${shown%, }" >&2
   exit 2
 fi
-
-# Archive the subtree itself (tree-ish BASE:PATH) so the files land directly in
-# OUT_DIR, without the leading PATH component.
-git archive --format=tar "${base_sha}:${path}" | tar -x -f - -C "$out_dir"
-count=$(find "$out_dir" -type f | wc -l)
-echo "base-baselines: extracted $count file(s) of $path/ from $base_sha into $out_dir" >&2
+for i in "${!names[@]}"; do
+  git cat-file blob "${blobs[$i]}" >"$out_dir/${names[$i]}" ||
+    { echo "base-baselines: cannot read $path/${names[$i]} of $base_sha" >&2; exit 2; }
+done
+echo "base-baselines: extracted ${#names[@]} file(s) of $path/ from $base_sha into $out_dir" >&2

@@ -12,19 +12,31 @@
 #   --base-sha SHA        the base commit (required for pull_request)
 #   --head-sha SHA        the tested commit (github.sha: the merge commit on PRs)
 #   --repo DIR            git repository holding both commits (default .); only
-#                         its objects are read (git archive / cat-file / diff)
+#                         its objects are read (git ls-tree / cat-file / diff)
 #   --manifest PATH       manifest path in the repository
 #   --baselines PATH      baselines directory in the repository (default baselines)
 #   --accept-label NAME   label that accepts changes (default `memprof-ci: accept`);
-#                         the labels themselves come from $LABELS_JSON (has-label.py)
+#                         the labels themselves come from $LABELS_JSON, the event
+#                         that started the run from $EVENT_ACTION and $EVENT_LABEL
+#                         (has-label.py --added-by-event)
 #   --harness-dir PATH    note when the pull request changes PATH/ (this repository's
 #                         harness: the base branch's judged it)
 #   --workflows-dir PATH  note when the pull request changes PATH/ (workflow files,
 #                         which GitHub takes from the pull request)
+#   --build-path SPEC     note when the pull request changes files matching the git
+#                         pathspec SPEC that the build job runs to build or measure
+#                         the benchmarks (scripts, runtime patch, makefiles; repeatable)
+#   --no-overhead         the gate does not measure the profiling overhead (passed on
+#                         to the harness); without it, a run that has no overhead
+#                         record for a benchmark (unmeasured.py) is an error
 #   --expect-runs N       number of RUN_DIRs that must hold a run.json
+#   --plan-result R       needs.<plan>.result; anything but `success` is an error
 #   --build-result R      needs.<build>.result; anything but `success` is an error
 #   --note TEXT           extra note for the report (repeatable)
-#   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace
+#   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace;
+#                         only these are allowed: --strict (a benchmark without a
+#                         baseline fails) and -v/-q (--verbose/--quiet, repeatable):
+#                         none of them can change what is judged or against what
 #   --work DIR            scratch directory (default: a new temporary one)
 #   --out DIR             report directory (report.md, report.json, exit-status)
 #
@@ -41,24 +53,55 @@
 #     as --manifest (which benchmarks exist) and --proposed-baselines;
 #   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
 #     baselines directory; --accept-changes iff, in addition, the event is a
-#     pull request and the accept label is in $LABELS_JSON;
+#     pull request, the accept label is in $LABELS_JSON and the event that
+#     started this run added it (so it accepts the commit a maintainer put it
+#     on, never a later push); without the
+#     label, the proposed baselines are passed with every deletion of a
+#     trusted baseline of a benchmark the manifest no longer runs undone, so
+#     removing or renaming a benchmark fails it as missing;
 #   - nothing from the tested commit or the run directories is executed;
-#   - a missing run directory, a build job that did not succeed or an
-#     unreadable label payload makes the verdict an error (2), never a pass;
+#   - --check-args adds only allow-listed flags (--strict, -v, -q), before
+#     the trusted arguments: it cannot name other baselines, settings, run
+#     directories, a -k/-m selection or pytest arguments;
+#   - a missing run directory, a plan or build job that did not succeed, an
+#     unreadable label payload or a benchmark without the baseline it needs
+#     (bench_sets.py) makes the verdict an error (2), whatever the harness
+#     said: never a pass, never a plain regression;
 #   - the memtrace CTF traces the build job kept beside its profiles
 #     (RUN_DIR/profiles/*.ctf, one seed per benchmark) are copied, as data
 #     for a reviewer's memtrace_viewer, into OUT/traces/: regular files
 #     only, never read or run here;
+#   - workflow commands are stopped (`::stop-commands::` with a random
+#     token) from the first line this script prints until the verdict is
+#     published, and stderr is merged into stdout: nothing the pull request
+#     wrote (run.json's error texts reach the log through the harness) acts
+#     as a command; only publish-report.sh's annotation does;
 #   - OUT/report.md always exists afterwards; exit status and OUT/exit-status
 #     are the normalised verdict (0 pass, 1 regression, 2 error); `status=N`
 #     is appended to $GITHUB_OUTPUT when set.
 set -uo pipefail
 
+# Everything this script and the harness print may carry text of the pull
+# request (run.json's error texts, file names, notes): no line of it may act
+# as a workflow command. Commands are stopped under a random token, which
+# nothing made before this run can know, until the verdict is published;
+# stderr joins stdout, so the runner reads one stream in order.
+exec 2>&1
+fence=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+[ "${#fence}" = 32 ] || { echo "judge: cannot read /dev/urandom"; exit 2; }
+echo "::stop-commands::$fence"
+resume_commands() { if [ -n "$fence" ]; then echo "::$fence::"; fence=; fi; }
+tmp_work=
+# shellcheck disable=SC2317  # run by the EXIT trap
+on_exit() { resume_commands; if [ -n "$tmp_work" ]; then rm -rf "$tmp_work"; fi; }
+trap on_exit EXIT
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 usage() {
   echo "usage: $0 --event NAME [--base-sha SHA] --head-sha SHA [--repo DIR] --manifest PATH" \
        "[--baselines PATH] [--accept-label NAME] [--harness-dir PATH] [--workflows-dir PATH]" \
-       "[--expect-runs N] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
+       "[--build-path SPEC]... [--no-overhead]" \
+       "[--expect-runs N] [--plan-result R] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
        "--out DIR -- RUN_DIR..." >&2
   exit 2
 }
@@ -73,16 +116,20 @@ accept_label='memprof-ci: accept'
 harness_dir=
 workflows_dir=
 expect_runs=
+plan_result=success
 build_result=success
 notes=()
+build_paths=()
+overhead=1
 check_args=
 work=
 out=
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --) shift; break ;;
+    --no-overhead) overhead=0; shift ;;
     --event|--base-sha|--head-sha|--repo|--manifest|--baselines|--accept-label|--harness-dir|\
-    --workflows-dir|--expect-runs|--build-result|--note|--check-args|--work|--out)
+    --workflows-dir|--build-path|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out)
       [ "$#" -ge 2 ] || usage
       case "$1" in
         --event) event=$2 ;;
@@ -94,7 +141,9 @@ while [ "$#" -gt 0 ]; do
         --accept-label) accept_label=$2 ;;
         --harness-dir) harness_dir=${2%/} ;;
         --workflows-dir) workflows_dir=${2%/} ;;
+        --build-path) build_paths+=("$2") ;;
         --expect-runs) expect_runs=$2 ;;
+        --plan-result) plan_result=$2 ;;
         --build-result) build_result=$2 ;;
         --note) notes+=("$2") ;;
         --check-args) check_args=$2 ;;
@@ -125,7 +174,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 if [ -z "$work" ]; then
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  tmp_work=$work
 else
   mkdir -p "$work"
   work=$(cd "$work" && pwd)
@@ -143,7 +192,8 @@ fail() {
     printf '%s\n' "$*"
   } >"$out/report.md"
   rm -f "$out/report.json"
-  "$here/publish-report.sh" "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+  resume_commands
+  "$here/publish-report.sh" --final "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=2" >>"$GITHUB_OUTPUT"; fi
   exit 2
 }
@@ -171,13 +221,22 @@ fi
 # The trusted side: settings and baselines of the base commit.
 base_root="$work/base"
 pr_root="$work/pr"
-(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$base_root/$manifest" "$base" "$base_root/$baselines" "$baselines") >&2 ||
-  fail "Cannot extract $manifest and $baselines/ from the base commit $base."
+extract() {  # COMMIT ROOT WHICH: base-baselines.sh, its last complaint in the failure
+  local log="$work/extract-$3.log"
+  (cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$2/$manifest" "$1" "$2/$baselines" "$baselines") 2>"$log" && {
+    cat "$log" >&2
+    return 0
+  }
+  cat "$log" >&2
+  fail "Cannot extract $manifest and $baselines/ from the $3 commit $1: $(tail -n 1 "$log")"
+}
+extract "$base" "$base_root" base
 # The pull request's side, as data only.
-(cd "$repo" && "$here/base-baselines.sh" --manifest "$manifest" "$pr_root/$manifest" "$head" "$pr_root/$baselines" "$baselines") >&2 ||
-  fail "Cannot extract $manifest and $baselines/ from the tested commit $head."
+extract "$head" "$pr_root" tested
 [ -f "$pr_root/$manifest" ] || fail "The tested commit $head has no manifest $manifest."
-if [ ! -f "$base_root/$manifest" ]; then
+base_has_manifest=0
+[ -f "$base_root/$manifest" ] && base_has_manifest=1
+if [ "$base_has_manifest" = 0 ]; then
   mkdir -p "$(dirname "$base_root/$manifest")"
   cp "$pr_root/$manifest" "$base_root/$manifest"
   notes+=("The base commit has no $manifest: the settings of this pull request's manifest were used (there were no trusted settings or baselines to protect yet).")
@@ -197,7 +256,19 @@ list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
   printf '%s\n' "$shown"
 }
 
+# The caller's extra arguments come first and from an allow-list: the
+# trusted ones after them decide (and none of them could be overridden).
 check=(check)
+if [ -n "$check_args" ]; then
+  read -r -a extra <<<"$check_args"
+  for a in "${extra[@]}"; do
+    case "$a" in
+      --strict|--verbose|--quiet|-v|-vv|-vvv|-q|-qq) ;;
+      *) fail "--check-args: '$(printf '%s' "$a" | head -c 80)' is not allowed (only --strict, -v, -q, --verbose, --quiet: the judge alone decides what is judged, against which baselines and settings)." ;;
+    esac
+  done
+  check+=("${extra[@]}")
+fi
 present=0
 for d in "${abs_runs[@]}"; do
   if [ -f "$d/run.json" ]; then check+=(--from-run "$d"); present=$((present + 1)); fi
@@ -212,6 +283,21 @@ if [ "${#missing[@]}" -gt 0 ]; then
 elif [ "$forced_error" = 1 ]; then
   notes+=("Incomplete run: expected $expect_runs run director(ies), got $present. The verdict is an error.")
 fi
+if [ "$overhead" = 1 ] && [ "$present" -gt 0 ]; then
+  if unmeasured=$(/usr/bin/python3 "$here/unmeasured.py" "${abs_runs[@]}" 2>"$work/unmeasured.log"); then
+    if [ -n "$unmeasured" ]; then
+      forced_error=1
+      notes+=("The run has no overhead measurement for $(printf '%s\n' "$unmeasured" | list_files) (profiled with \`--no-overhead\`, or \`\"overhead\": null\` in run.json); this gate measures the overhead, so the verdict is an error.")
+    fi
+  else
+    forced_error=1
+    notes+=("The run's overhead measurements could not be read: $(tail -n 1 "$work/unmeasured.log"). The verdict is an error.")
+  fi
+fi
+if [ "$plan_result" != success ]; then
+  forced_error=1
+  notes+=("The plan job ended with '$plan_result' (see its log), so the build jobs did not run as planned. The verdict is an error.")
+fi
 if [ "$build_result" != success ]; then
   forced_error=1
   notes+=("A build job ended with '$build_result' (building, \`make test\` or profiling failed); see its log. The verdict is an error.")
@@ -220,30 +306,38 @@ fi
 check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest" --baselines "$base_root/$baselines")
 
 accept=false
+proposed=
 if [ "$is_pr" = 1 ]; then
   bl_changed=$(changed_files "$baselines") || fail "git diff ${base}...${head} failed (is the history deep enough?)"
   if [ -n "$bl_changed" ]; then
-    check+=(--proposed-baselines "$pr_root/$baselines")
+    proposed="$pr_root/$baselines"
     echo "judge: this pull request changes $baselines/:" >&2
     printf '%s\n' "$bl_changed" | sed 's/^/  /' >&2
   fi
-  label=$("$here/has-label.py" "$accept_label") || {
+  label=$("$here/has-label.py" --added-by-event "$accept_label") || {
     forced_error=1
     label=false
     notes+=("The pull request's labels could not be read; the accept label was not honoured. The verdict is an error.")
   }
   if [ "$label" = true ] && [ -n "$bl_changed" ]; then
     accept=true
-    check+=(--accept-changes)
-    notes+=("The label \`$accept_label\` is on this pull request: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
+    notes+=("The label \`$accept_label\` was added to this pull request by the event that started this run: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
   elif [ "$label" = true ]; then
     notes+=("The label \`$accept_label\` is on this pull request, but it changes nothing under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
+  elif [ "$label" = earlier ]; then
+    notes+=("The label \`$accept_label\` is on this pull request, but it was added before the event that started this run (a push, another label, a reopening): it accepts only the commit it was added on, in the run its adding starts, so nothing is accepted here. To accept this commit, review it, then remove the label and add it again.")
   fi
   if [ -n "$harness_dir" ]; then
     h_changed=$(changed_files "$harness_dir") || fail "git diff ${base}...${head} failed"
     if [ -n "$h_changed" ]; then
       n=$(printf '%s\n' "$h_changed" | wc -l)
-      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes.")
+      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes; the build job profiled with them.")
+    fi
+  fi
+  if [ "${#build_paths[@]}" -gt 0 ]; then
+    b_changed=$(git_repo diff --name-only "${base}...${head}" -- "${build_paths[@]}") || fail "git diff ${base}...${head} failed"
+    if [ -n "$b_changed" ]; then
+      notes+=("This pull request changes what builds or measures the benchmarks in the build job ($(printf '%s\n' "$b_changed" | list_files)). The build job ran these changes, so the measurements come from them: review them before trusting this verdict.")
     fi
   fi
   if [ -n "$workflows_dir" ]; then
@@ -253,12 +347,52 @@ if [ "$is_pr" = 1 ]; then
     fi
   fi
 fi
+# Every benchmark the tested manifest runs needs a baseline in the tested
+# commit, and one that the base already runs needs a trusted one: a
+# benchmark without a baseline is never judged, so it must not pass as "new"
+# on the branch that runs it.
+sets_args=(--pr-manifest "$pr_root/$manifest" --pr-baselines "$pr_root/$baselines"
+           --base-baselines "$base_root/$baselines")
+if [ "$base_has_manifest" = 1 ]; then sets_args+=(--base-manifest "$base_root/$manifest"); fi
+sets=$(/usr/bin/python3 "$here/bench_sets.py" "${sets_args[@]}" 2>"$work/sets.log") ||
+  fail "Cannot compare the benchmarks of $manifest with $baselines/: $(tail -n 1 "$work/sets.log")"
+unbaselined=$(printf '%s\n' "$sets" | sed -n 's/^unbaselined //p')
+untrusted=$(printf '%s\n' "$sets" | sed -n 's/^untrusted //p')
+removed=$(printf '%s\n' "$sets" | sed -n 's/^removed //p')
+if [ -n "$unbaselined" ]; then
+  forced_error=1
+  notes+=("Benchmarks without a baseline in $(if [ "$is_pr" = 1 ]; then echo "this pull request"; else echo "this commit"; fi) ($(printf '%s\n' "$unbaselined" | list_files)): every benchmark the manifest runs needs one, or nothing judges it. Commit the output of \`make update-baselines\` (\`memprof-ci update-baselines -k NAME\`). The verdict is an error.")
+fi
+if [ -n "$untrusted" ]; then
+  if [ "$accept" = true ]; then
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline; the label \`$accept_label\` makes this pull request's baseline the reference (it must match what the code measures).")
+  else
+    forced_error=1
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
+  fi
+fi
+# A benchmark with a trusted baseline that the pull request drops from its
+# manifest and whose baseline it deletes (removed, or renamed: removed +
+# new) is "removed" for the harness. Only the accept label honours that
+# deletion; without it the harness sees the proposed baselines with the
+# deletion undone, and the benchmark fails as missing.
+if [ -n "$removed" ] && [ -n "$proposed" ]; then
+  if [ "$accept" = true ]; then
+    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline; the label \`$accept_label\` accepts the removal.")
+  else
+    restored="$work/proposed"
+    mkdir -p "$restored"
+    cp -- "$proposed"/*.json "$restored"/ 2>/dev/null || true
+    while IFS= read -r name; do cp -- "$base_root/$baselines/$name.json" "$restored/"; done <<<"$removed"
+    proposed=$restored
+    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline: a benchmark leaves the gate only with the label \`$accept_label\`, so it is judged as missing.")
+  fi
+fi
+if [ -n "$proposed" ]; then check+=(--proposed-baselines "$proposed"); fi
+if [ "$overhead" = 0 ]; then check+=(--no-overhead); fi
+if [ "$accept" = true ]; then check+=(--accept-changes); fi
 for n in "${notes[@]}"; do check+=(--note "$n"); done
 check+=(--report-dir "$out")
-if [ -n "$check_args" ]; then
-  read -r -a extra <<<"$check_args"
-  check+=("${extra[@]}")
-fi
 echo "judge: accept-changes=$accept" >&2
 
 if [ "$present" -gt 0 ]; then
@@ -285,10 +419,11 @@ for d in "${run_dirs[@]}"; do
       mkdir -p "$out/traces" && cp -- "$f" "$out/traces/"
     done
 done
-if [ "$forced_error" = 1 ] && [ "$status" = 0 ]; then status=2; fi
+if [ "$forced_error" = 1 ]; then status=2; fi
 
 set +e
-"$here/publish-report.sh" "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
+resume_commands
+"$here/publish-report.sh" --final "$out" "$status" "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
 status=$?
 if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "status=$status" >>"$GITHUB_OUTPUT"; fi
 exit "$status"

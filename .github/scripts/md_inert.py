@@ -24,8 +24,9 @@ Invariants of inert(text), whatever the input:
     GitHub links or mentions by; any other "&" before "#" or a letter
     becomes "&amp;";
   - "$" becomes "&#36;" (no GitHub math);
-  - U+200D is inserted after "@" before a name character (mentions, teams,
-    e-mail autolinks), after "#" (but not the "&#" of a kept reference)
+  - U+200D is inserted after "@" before a letter, digit, "_", "." or "-"
+    (every character GFM's e-mail autolinks accept after the "@", and
+    mentions, teams), after "#" (but not the "&#" of a kept reference)
     and "GH-" before a digit (issue references), after "www" before "."
     and after ":" before "//" (autolinks), after "]" before "(", "[" or
     ":" (links, images, reference definitions), and before the info
@@ -42,7 +43,7 @@ _SAFE_REFS = ["lt", "gt", "amp", "quot"] + [f"#{ord(c)}" for c in "`*_[]|~\\$<>&
 _REF_RE = re.compile("&(?=[#A-Za-z])(?!(?:" + "|".join(_SAFE_REFS) + ");)")
 _TAG_RE = re.compile("<(?!" + ZWJ + "|/?(?:details|summary|sub)>)")
 _DEFUSE_RE = re.compile(
-    r"(?:@(?=[A-Za-z0-9_])|(?<!&)#(?=[0-9])|(?i:GH-)(?=[0-9])|(?i:www)(?=\.)|:(?=//)"
+    r"(?:@(?=[A-Za-z0-9_.\-])|(?<!&)#(?=[0-9])|(?i:GH-)(?=[0-9])|(?i:www)(?=\.)|:(?=//)"
     r"|\](?=[(\[:]))(?!" + ZWJ + ")")
 # A fence opens a line, after container markers (quotes, list items, indent);
 # a backtick fence's info string has no backtick (else it is a code span).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# publish-report.sh REPORT_DIR STATUS [TITLE]
+# publish-report.sh [--final] REPORT_DIR STATUS [TITLE]
 #
 # Publishes one allocation report inside a GitHub job: appends REPORT_DIR/report.md
 # to the job summary ($GITHUB_STEP_SUMMARY, when set), records the normalised
@@ -7,8 +7,10 @@
 #
 # Invariants:
 #   - STATUS is normalised: 0 pass, 1 regression, anything else 2 (error);
-#     a 2 becomes 1 when REPORT_DIR/report.json's verdict says regression
-#     (make's exit status hides the harness's 1), never the other way round;
+#     without --final, a 2 becomes 1 when REPORT_DIR/report.json's verdict
+#     says regression (make's exit status hides the harness's 1), never the
+#     other way round; with --final (judge.sh, whose status is the verdict)
+#     STATUS is kept as it is, so an error stays an error;
 #     the normalised value is written to REPORT_DIR/exit-status and is this
 #     script's own exit code, so a caller can `exit` with it;
 #   - a missing report.md is itself reported and makes the verdict 2 (error),
@@ -21,8 +23,10 @@
 #     the workflow adds the artifact's own link after uploading it.
 set -euo pipefail
 
+final=0
+if [ "${1:-}" = --final ]; then final=1; shift; fi
 if [ "$#" -lt 2 ] || [ "$#" -gt 3 ]; then
-  echo "usage: $0 REPORT_DIR STATUS [TITLE]" >&2
+  echo "usage: $0 [--final] REPORT_DIR STATUS [TITLE]" >&2
   exit 2
 fi
 report_dir=$1
@@ -37,7 +41,7 @@ esac
 # GNU make reports any failing recipe as 2, so through `make check-alloc` a
 # regression arrives as 2: take the harness's own verdict from report.json,
 # but only to turn an error into a regression, never a failure into a pass.
-if [ "$status" = 2 ] && [ -f "$report_dir/report.json" ]; then
+if [ "$final" = 0 ] && [ "$status" = 2 ] && [ -f "$report_dir/report.json" ]; then
   reported=$(/usr/bin/python3 -c '
 import json, sys
 try:

@@ -25,7 +25,8 @@ Invariants of what they return, whatever the input:
     leading block marker (# - + = > or a digit) is preceded by U+200D;
   - both, as defence in depth should a span ever be cut: GitHub's
     post-processing is defused with U+200D ZERO WIDTH JOINER (invisible):
-    after "@" before a name character (mentions, teams, e-mail autolinks),
+    after "@" before a letter, digit, "_", "." or "-" (mentions, teams, and
+    every character GFM's e-mail autolinks accept after the "@"),
     after "#" and "GH-" before a digit (issue references, also
     owner/repo#1), after "www" before "." and after ":" before "//"
     (autolinks), after "<" (tags, autolinks, comments), after "&" before
@@ -46,7 +47,7 @@ _ENTITIES = {c: f"&#{ord(c)};" for c in "`*_[]|~\\$"}
 _ENTITIES.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _ENTITY_RE = re.compile("[" + re.escape("".join(_ENTITIES)) + "]")
 _DEFUSE_RE = re.compile(
-    r"(?:@(?=[A-Za-z0-9_])|#(?=[0-9])|(?i:GH-)(?=[0-9])|(?i:www)(?=\.)|:(?=//)"
+    r"(?:@(?=[A-Za-z0-9_.\-])|#(?=[0-9])|(?i:GH-)(?=[0-9])|(?i:www)(?=\.)|:(?=//)"
     r"|<|&(?=[#A-Za-z])|\](?=[(\[:]))(?!" + ZWJ + ")")
 _BLOCK_START_RE = re.compile(r"[#\-+=>0-9]")
 _BACKTICKS_RE = re.compile(r"`+")

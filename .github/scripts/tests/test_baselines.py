@@ -18,12 +18,14 @@ def files(d):
 
 @pytest.fixture
 def repo(tmp_path):
-    """main: baselines/{alloc.json,sub/deep.json} + src; returns (path, base_sha)."""
+    """main: baselines/{alloc.json,deep.json}, bench/baselines/deep.json and
+    src; returns (path, base_sha)."""
     r = tmp_path / "repo"
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
     write(r, "baselines/alloc.json", '{"minor_words": 100}\n')
-    write(r, "baselines/sub/deep.json", '{"major_words": 5}\n')
+    write(r, "baselines/deep.json", '{"major_words": 5}\n')
+    write(r, "bench/baselines/deep.json", '{"major_words": 6}\n')
     write(r, "src/main.ml", "let () = ()\n")
     git(r, "add", "-A")
     git(r, "commit", "-q", "-m", "base")
@@ -36,7 +38,7 @@ def test_extracts_base_baselines_exactly(repo, tmp_path):
     out = tmp_path / "out"
     proc = run([BASE_BASELINES, base, str(out)], cwd=r)
     assert proc.returncode == 0, proc.stderr
-    assert files(out) == {"alloc.json": '{"minor_words": 100}\n', "sub/deep.json": '{"major_words": 5}\n'}
+    assert files(out) == {"alloc.json": '{"minor_words": 100}\n', "deep.json": '{"major_words": 5}\n'}
     # The work tree is untouched.
     assert (r / "baselines/alloc.json").read_text() == '{"minor_words": 999999}\n'
 
@@ -57,9 +59,51 @@ def test_base_without_baselines_gives_empty_dir(tmp_path):
 def test_custom_baselines_path(repo, tmp_path):
     r, base = repo
     out = tmp_path / "out"
-    proc = run([BASE_BASELINES, base, str(out), "baselines/sub/"], cwd=r)
+    proc = run([BASE_BASELINES, base, str(out), "bench/baselines/"], cwd=r)
     assert proc.returncode == 0, proc.stderr
-    assert files(out) == {"deep.json": '{"major_words": 5}\n'}
+    assert files(out) == {"deep.json": '{"major_words": 6}\n'}
+
+
+@pytest.mark.parametrize("attributes", [
+    ("baselines/.gitattributes", None),
+    (".gitattributes", "baselines/alloc.json export-ignore\n*.json export-ignore\n"
+                       "*.json export-subst\n*.json filter=evil\n"),
+], ids=["in-baselines", "at-root"])
+def test_git_attributes_cannot_hide_or_rewrite_a_baseline(repo, tmp_path, attributes):
+    """No attribute applies: a .gitattributes in the baselines directory is
+    refused (it is not a baseline); one at the root changes nothing."""
+    r, _ = repo
+    path, text = attributes
+    write(r, path, text or "*.json export-ignore\n")
+    write(r, "baselines/alloc.json", '{"minor_words": 100, "x": "$Format:%H$"}\n')
+    git(r, "config", "filter.evil.smudge", "false")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "attributes")
+    out = tmp_path / "out"
+    proc = run([BASE_BASELINES, "HEAD", str(out)], cwd=r)
+    if path.startswith("baselines/"):
+        assert proc.returncode == 2
+        assert "not baselines" in proc.stderr and ".gitattributes" in proc.stderr
+        assert files(out) == {}
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert files(out) == {"alloc.json": '{"minor_words": 100, "x": "$Format:%H$"}\n',
+                              "deep.json": '{"major_words": 5}\n'}
+
+
+@pytest.mark.parametrize("entry", ["sub/deep.json", ".hidden.json", "README.md", "-a.json", "a b.json",
+                                   "a.json.bak", "new\nline.json"])
+def test_refuses_what_is_not_a_baseline(repo, tmp_path, entry):
+    """Only regular files NAME.json; nothing is written when one entry is odd."""
+    r, _ = repo
+    write(r, "baselines/" + entry, "{}\n")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "odd")
+    out = tmp_path / "out"
+    proc = run([BASE_BASELINES, "HEAD", str(out)], cwd=r)
+    assert proc.returncode == 2
+    assert "not baselines" in proc.stderr
+    assert files(out) == {}
 
 
 @pytest.mark.parametrize("args", [[], ["HEAD"], ["HEAD", "out", "baselines", "x"], ["--output=/tmp/x", "out"],

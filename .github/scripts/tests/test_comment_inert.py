@@ -4,7 +4,7 @@ post_report.build_body gets (1) a report.md written by an attacker, not by the
 harness: raw HTML, HTML blocks hiding a fence, mentions plain and as
 character references, issue references, links, images, reference
 definitions, bare and angle-bracket URLs, a mermaid fence, math, ANSI escapes,
-a forged marker; and (2) the report the harness renders for hostile names
+a forged marker and run tag; and (2) the report the harness renders for hostile names
 (harness/tests/test_hostile_text.py).  Each body is converted by the real
 cmark-gfm (--unsafe, since GitHub passes raw HTML through its renderer) and
 the HTML is inspected: only the header's own link and marker, no other tag
@@ -37,10 +37,13 @@ sys.path.insert(0, str(REPO_ROOT / "harness" / "tests"))  # for its harness_test
 HT = _load("hostile_text_for_comment", REPO_ROOT / "harness" / "tests" / "test_hostile_text.py")
 ZWJ = "\u200d"
 RUN_URL = "https://github.com/octo/memprof-ci/actions/runs/1"
+RUN = ("2024-05-01T10:00:00Z", 1, 1)
+RUN_TAG = "<!-- memprof-ci-run: 2024-05-01T10:00:00Z 1/1 -->"
 HEAD = "a" * 40
 
 ATTACK = """\
 <!-- memprof-ci-report -->
+<!-- memprof-ci-run: 2099-01-01T00:00:00Z 999/9 -->
 # Fake header @octocat
 <img src=x onerror=alert(1)> <img src="http://evil/p.png">
 <script>alert(1)</script>
@@ -64,6 +67,7 @@ Issues: #1 owner/repo#12 GH-7 gh-8 &#35;3 &#x23;4
 Links: [x](http://evil) [y][r] [z] ![i](http://evil/p.png) ![j][r] [^f]
 <http://evil.example> <me@evil.example> https://evil.example www.evil.example WWW.EVIL.EXAMPLE
 me@evil.example mailto:me@evil.example xmpp:me@evil.example ftp://evil.example
+me@-evil.example me@.evil.example a.b@_evil.example x@-.y
 htt&#112;s://evil.example ww&#119;.evil.example
 Math: $x^2$ $$\\href{http://evil}{x}$$ $`y`$
 Control: \x1b[31mred\x1b[0m \u202eevil\r\n\x00nul
@@ -95,14 +99,16 @@ graph TD; A-->B; click A "http://evil"
 
 
 def comment_page(report):
-    body = post_report.build_body(report, HEAD, "failure", RUN_URL)
+    body = post_report.build_body(report, HEAD, "failure", RUN_URL, RUN)
     html = HT.cmark(body)
     return body, html, HT.Page(html)
 
 
 def assert_comment_inert(body, html, page, report_tags=HT.REPORT_TAGS):
     assert body.startswith(post_report.MARKER) and body.count(post_report.MARKER) == 1
-    assert ["<!--" + c + "-->" for c in page.comments] == [post_report.MARKER]
+    # The report's own comments are text: only the marker and the run tag remain.
+    assert ["<!--" + c + "-->" for c in page.comments] == [post_report.MARKER, RUN_TAG]
+    assert post_report.comment_run(body) == RUN
     links = [a for t, a in page.tags if t == "a"]
     # Only the two links the script writes itself, both from the trusted run URL.
     assert links == [[("href", RUN_URL)], [("href", RUN_URL + "#artifacts")]], links
@@ -150,6 +156,15 @@ def test_harness_report_survives_unchanged(hostile_md):
             [[c["text"].replace("$", "&#36;") if c["codes"] else c["text"] for c in row]
              for row in want]
     assert page.summaries == report_page.summaries
+
+
+@pytest.mark.parametrize("address", ["me@-evil.example", "me@.evil.example", "me@_evil.example",
+                                     "a+b.c@x-y.evil.example", "x@-.y", "ocaml 5.3.0@-evil.example"])
+def test_no_email_autolink_whatever_follows_the_at(address):
+    """GFM autolinks an address whose domain starts with "-", "." or "_"
+    too: "@" is defused before every character it accepts there."""
+    html = HT.cmark(md_inert.inert(f"version {address} and | `{address}` |\n"))
+    assert "<a " not in html and "mailto:" not in html, html
 
 
 def test_inert_is_idempotent():

@@ -19,14 +19,15 @@ import shutil
 
 import pytest
 
-from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, git, run, write
+from ghci_helpers import (PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, git, load_workflow, run, run_step,
+                          workflow_commands, workflow_step, write)
 
 JUDGE = str(SCRIPTS / "judge.sh")
 PROFILE = str(SCRIPTS / "profile.sh")
 HAS_LABEL = str(SCRIPTS / "has-label.py")
 FAKE = str(REPO_ROOT / "harness" / "tests" / "fakebench.py")
 HARNESS = str(REPO_ROOT / "harness")
-MANIFEST = "bench/benchmarks.toml"
+MANIFEST = "benchmarks/benchmarks.toml"
 ACCEPT = "memprof-ci: accept"
 
 SETTINGS = {"rate": 1e-3, "seeds": [1, 2, 3], "alpha": 0.01, "min_effect": 0.05}
@@ -78,8 +79,8 @@ def template(tmp_path_factory):
     r.mkdir()
     git(r, "init", "-q", "-b", "main")
     write(r, MANIFEST, manifest_text())
-    write(r, "bench/a.spec.json", spec(A_WORDS))
-    write(r, "bench/b.spec.json", spec(B_WORDS))
+    write(r, "benchmarks/a.spec.json", spec(A_WORDS))
+    write(r, "benchmarks/b.spec.json", spec(B_WORDS))
     # The temporary repository's own "harness": if the judge ever ran the tested
     # commit's harness, this one would pass everything.
     write(r, "harness/memprof_ci/__init__.py", "")
@@ -125,16 +126,23 @@ def profile(r, out, base_sha=None, shard=None):
     return out
 
 
-def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None):
-    """The judge job: judge.sh from this checkout on the run directories."""
+def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None, args=(), expect_runs=None,
+          added=None, action="synchronize", overhead=False):
+    """The judge job: judge.sh from this checkout on the run directories.
+    The run was started by the pull_request `action`, or by adding the
+    label `added` (action `labeled`). Unless `overhead`, the gate does not
+    measure the overhead (--no-overhead, as profile() runs)."""
     out = tmp_path / "report"
-    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output")}
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "gh_output"),
+           "EVENT_ACTION": "labeled" if added else action, "EVENT_LABEL": added or ""}
     if labels is not None:
         env["LABELS_JSON"] = labels if isinstance(labels, str) else json.dumps(
             [{"id": i, "name": n, "color": "ededed"} for i, n in enumerate(labels)])
     cmd = [JUDGE, "--event", event, "--head-sha", head, "--repo", str(r), "--manifest", MANIFEST,
            "--baselines", "baselines", "--harness-dir", "harness", "--workflows-dir", ".github/workflows",
            "--out", str(out), "--expect-runs", str(expect_runs or len(runs)), *args]
+    if not overhead:
+        cmd.append("--no-overhead")
     if base:
         cmd += ["--base-sha", base]
     # Run from elsewhere: nothing may depend on the tested repository being the cwd.
@@ -148,8 +156,23 @@ def judge(r, tmp_path, head, runs, base=None, event="pull_request", labels=None,
     return proc, md, js
 
 
+def with_overhead(run_dir, skip=()):
+    """Give each benchmark of run_dir's run.json (but `skip`, set to null) an
+    overhead record, as `memprof-ci profile` without --no-overhead writes
+    one: a synthetic one, measured nowhere (no test judges a timing)."""
+    path = pathlib.Path(run_dir) / "run.json"
+    doc = json.loads(path.read_text())
+    for name, b in doc["benchmarks"].items():
+        b["overhead"] = None if name in skip else {
+            "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01, "p_value": 1.0, "level": 0.01,
+            "median_off_s": 0.05, "median_on_s": 0.05, "runs": 5, "confirmation_runs": 0,
+            "above_budget": 0, "screened": False, "method": "synthetic (test)"}
+    path.write_text(json.dumps(doc))
+    return run_dir
+
+
 def regress_a(r, record=False):
-    write(r, "bench/a.spec.json", spec(A_REGRESSED))
+    write(r, "benchmarks/a.spec.json", spec(A_REGRESSED))
     if record:
         update_baselines(r)
 
@@ -203,8 +226,9 @@ def recorded_regression(repo, tmp_path):
 
 @pytest.mark.parametrize("labels", [[ACCEPT], ["bug", "memprof-ci: ACCEPT "]], ids=["exact", "case-and-space"])
 def test_label_accepts_matching_proposed_baselines(recorded_regression, tmp_path, labels):
+    """A maintainer adds the label: that `labeled` event's run accepts."""
     r, base, head, runs = recorded_regression
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels)
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=labels, added=labels[-1])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert js["verdict"]["exit_code"] == 0
     assert "accepted by label" in md.lower()
@@ -228,11 +252,38 @@ def test_without_the_label_the_regression_fails(recorded_regression, tmp_path, l
     assert "--proposed-baselines" in proc.stdout
 
 
+@pytest.mark.parametrize("action,added", [("synchronize", None), ("labeled", "bug"), ("reopened", None),
+                                          ("opened", None), ("labeled", "memprof-ci: accepted")],
+                         ids=["push", "other-label", "reopened", "opened", "longer-name"])
+def test_label_accepts_only_the_commit_it_was_added_on(repo, tmp_path, action, added):
+    """After the maintainer's label, the author pushes a bigger regression (+300%
+    in `a`, GC totals included) with re-recorded baselines that match it.
+    The label is still on the pull request, but no event of this run added
+    it: nothing is accepted."""
+    r, base = repo
+
+    def change(rr):
+        write(rr, "benchmarks/a.spec.json", spec([w * 4 for w in A_WORDS]))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=["bug", ACCEPT], action=action, added=added)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "--accept-changes" not in proc.stdout and not js.get("accepted")
+    assert js["benchmarks"]["a"]["checks"]["gc_totals"]["outcome"] == "failed"
+    assert any("added before the event that started this run" in n for n in js["notes"]), js["notes"]
+    # Removing and re-adding the label, after review, accepts this commit.
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=["bug", ACCEPT], added=ACCEPT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {a["check"] for a in js["accepted"]} >= {"alloc_sites", "gc_totals"}
+
+
 def test_configured_label_name(recorded_regression, tmp_path):
     r, base, head, runs = recorded_regression
-    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=["perf: ok"], args=["--accept-label", "perf: ok"])
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=["perf: ok"], added="perf: ok", args=["--accept-label", "perf: ok"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], args=["--accept-label", "perf: ok"])
+    proc, _, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT, args=["--accept-label", "perf: ok"])
     assert proc.returncode == 1, proc.stdout + proc.stderr
 
 
@@ -240,7 +291,7 @@ def test_label_without_baseline_change_accepts_nothing(repo, tmp_path):
     r, base = repo
     head = pr_merge(r, base, regress_a)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
     assert "nothing to accept" in md
@@ -251,13 +302,13 @@ def test_label_does_not_accept_baselines_that_do_not_match_the_code(repo, tmp_pa
     r, base = repo
 
     def change(rr):
-        write(rr, "bench/a.spec.json", spec([6_000_000, 1_000_000]))
+        write(rr, "benchmarks/a.spec.json", spec([6_000_000, 1_000_000]))
         update_baselines(rr)
         regress_a(rr)
 
     head = pr_merge(r, base, change)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, _, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, _, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode != 0, proc.stdout + proc.stderr
     assert not js.get("accepted")
 
@@ -269,7 +320,7 @@ def test_label_on_a_push_is_ignored(repo, tmp_path):
     git(r, "commit", "-q", "-am", "regress on main")
     head = git(r, "rev-parse", "HEAD")
     runs = [profile(r, tmp_path / "run")]
-    proc, _, _ = judge(r, tmp_path, head, runs, event="push", labels=[ACCEPT])
+    proc, _, _ = judge(r, tmp_path, head, runs, event="push", labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
 
@@ -286,7 +337,8 @@ def test_push_does_not_read_labels_at_all(repo, tmp_path):
 def test_unreadable_label_payload_is_an_error(recorded_regression, tmp_path, labels):
     r, base, head, runs = recorded_regression
     proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=labels)
-    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    # The regression alone would be a 1: an unreadable payload is an error.
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--accept-changes" not in proc.stdout
     assert "labels could not be read" in md
 
@@ -327,34 +379,60 @@ def test_nan_setting_in_the_pr_manifest_never_passes(repo, tmp_path):
     proc = run([PROFILE, "--base-sha", base, MANIFEST, str(tmp_path / "run"), "--", "--no-overhead"], cwd=r)
     assert proc.returncode == 2 and not (tmp_path / "run" / "run.json").exists()
     assert "min_effect" in proc.stderr
-    proc, md, _ = judge(r, tmp_path, head, forged, base=base, labels=[ACCEPT])
+    proc, md, _ = judge(r, tmp_path, head, forged, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "min_effect" in md
 
 
 def test_renamed_benchmark_fails_as_missing(repo, tmp_path):
+    """b renamed b2 (with b2's baseline recorded), b's baseline kept."""
     r, base = repo
-    head = pr_merge(r, base, lambda rr: write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"})))
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"}))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
     runs = [profile(r, tmp_path / "run", base)]
-    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT])
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert js["benchmarks"]["b"]["status"] == "missing"
     assert "Missing: b" in md
 
 
-def test_deleted_baseline_is_removed(repo, tmp_path):
+@pytest.mark.parametrize("how", ["removed", "renamed-regressed", "baselines-replaced"])
+def test_removing_a_benchmark_needs_the_label(repo, tmp_path, how):
+    """Dropping a benchmark together with its baseline makes it leave the
+    gate: a removal, a rename that hides a +500% regression (b -> b2, b2
+    recorded as new), or all baselines replaced by one new benchmark's.
+    Without the label each fails as missing; the label accepts it."""
     r, base = repo
 
     def change(rr):
-        write(rr, MANIFEST, manifest_text(benches=("a",)))
-        git(rr, "rm", "-q", "baselines/b.json")
+        if how == "removed":
+            write(rr, MANIFEST, manifest_text(benches=("a",)))
+            git(rr, "rm", "-q", "baselines/b.json")
+        elif how == "renamed-regressed":
+            write(rr, "benchmarks/b.spec.json", spec([b * 6 for b in B_WORDS]))
+            write(rr, MANIFEST, manifest_text(benches=("a", "b2"), renames={"b2": "b"}))
+            git(rr, "rm", "-q", "baselines/b.json")
+            update_baselines(rr)
+        else:
+            git(rr, "rm", "-q", "-r", "baselines")
+            write(rr, MANIFEST, manifest_text(benches=("c",), renames={"c": "a"}))
+            update_baselines(rr)
 
     head = pr_merge(r, base, change)
+    gone = ["a", "b"] if how == "baselines-replaced" else ["b"]
     runs = [profile(r, tmp_path / "run", base)]
     proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert [n for n in gone if js["benchmarks"][n]["status"] == "missing"] == gone
+    assert any("removes (or renames)" in n and "judged as missing" in n for n in js["notes"]), js["notes"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert js["benchmarks"]["b"]["status"] == "removed"
-    assert "Removed: b" in md
+    assert [n for n in gone if js["benchmarks"][n]["status"] == "removed"] == gone
+    assert all(f"Removed: {n}" in md for n in gone), md
 
 
 def test_pr_without_manifest_is_an_error(repo, tmp_path):
@@ -378,8 +456,8 @@ def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
 
     def change(rr):
         write(rr, MANIFEST, manifest_text())
-        write(rr, "bench/a.spec.json", spec(A_WORDS))
-        write(rr, "bench/b.spec.json", spec(B_WORDS))
+        write(rr, "benchmarks/a.spec.json", spec(A_WORDS))
+        write(rr, "benchmarks/b.spec.json", spec(B_WORDS))
         update_baselines(rr)
 
     head = pr_merge(r, base, change)
@@ -387,6 +465,127 @@ def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
     proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "base commit has no" in md
+
+
+# ---------------------------------------------------------------- baselines the judge must have
+
+def commit_on_main(r, change, message="main"):
+    """A commit on main (as if merged earlier): the next pull request's base."""
+    change(r)
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", message)
+    return git(r, "rev-parse", "HEAD")
+
+
+@pytest.mark.parametrize("attributes", [
+    ("baselines/.gitattributes", "*.json export-ignore\n"),
+    ("baselines/.gitattributes", "a.json export-ignore\n"),
+    (".gitattributes", "*.json export-ignore\nbaselines/*.json export-ignore\n"),
+], ids=["all", "one-file", "root"])
+def test_export_ignore_on_the_base_cannot_hide_trusted_baselines(repo, tmp_path, attributes):
+    """A .gitattributes merged earlier marks the baselines export-ignore; the
+    next pull request regresses `a`. The trusted baselines are read blob by
+    blob: a .gitattributes among them is refused (an error), one elsewhere
+    changes nothing (the regression is caught)."""
+    r, _ = repo
+    path, text = attributes
+    base = commit_on_main(r, lambda rr: write(rr, path, text))
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    if path.startswith("baselines/"):
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "not baselines" in md and ".gitattributes" in md
+    else:
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+        assert "extracted 2 file(s)" in proc.stdout
+
+
+@pytest.mark.parametrize("planted", [
+    ("baselines/.gitattributes", "*.json export-ignore\n"),
+    ("baselines/README.md", "notes\n"),
+    ("baselines/sub/a.json", "{}\n"),
+], ids=["gitattributes", "other-file", "subdirectory"])
+def test_pull_request_planting_non_baselines_is_an_error(repo, tmp_path, planted):
+    """The harmless-looking half of the attack: the pull request that adds
+    something other than a baseline under baselines/ is not mergeable."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, *planted))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "tested commit" in md and "not baselines" in md and js is None
+
+
+def test_new_benchmark_with_its_baseline_passes(repo, tmp_path):
+    """The legitimate new benchmark: manifest entry and recorded baseline."""
+    r, base = repo
+
+    def change(rr):
+        write(rr, MANIFEST, manifest_text(benches=("a", "b", "c"), renames={"c": "b"}))
+        update_baselines(rr)
+
+    head = pr_merge(r, base, change)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["benchmarks"]["c"]["status"] == "new"
+    assert js["benchmarks"]["c"]["checks"]["proposed_baseline"]["outcome"] == "passed"
+
+
+def test_new_benchmark_without_a_baseline_is_an_error(repo, tmp_path):
+    """Merged like this, `c` would run unjudged on main forever."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, MANIFEST, manifest_text(benches=("a", "b", "c"),
+                                                                         renames={"c": "b"})))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert js["verdict"]["exit_code"] == 0  # the harness alone: `c` is new
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a baseline" in n and "`c`" in n for n in js["notes"]), js["notes"]
+
+
+def test_deleting_the_baseline_of_a_kept_benchmark_is_an_error(repo, tmp_path):
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: git(rr, "rm", "-q", "baselines/b.json"))
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a baseline" in n and "`b`" in n for n in js["notes"]), js["notes"]
+
+
+@pytest.mark.parametrize("event", ["pull_request", "push"])
+def test_base_benchmark_without_trusted_baseline_is_an_error(repo, tmp_path, event):
+    """Main runs `a` but has lost its baseline (by whatever means): `a`
+    regressing must not pass as a new benchmark."""
+    r, _ = repo
+    base = commit_on_main(r, lambda rr: git(rr, "rm", "-q", "baselines/a.json"))
+    if event == "push":
+        head = commit_on_main(r, regress_a)
+        proc, md, js = judge(r, tmp_path, head, [profile(r, tmp_path / "run")], event="push")
+    else:
+        head = pr_merge(r, base, regress_a)
+        proc, md, js = judge(r, tmp_path, head, [profile(r, tmp_path / "run", base)], base=base, labels=[])
+    assert js["benchmarks"]["a"]["status"] == "new" and js["verdict"]["exit_code"] == 0
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("`a`" in n and ("without a baseline" in n or "without a trusted baseline" in n)
+               for n in js["notes"]), js["notes"]
+
+
+def test_restoring_a_trusted_baseline_needs_the_label(repo, tmp_path):
+    """The way out of that state: a pull request that records `a`'s baseline
+    is judged an error unless a maintainer accepts it with the label."""
+    r, _ = repo
+    base = commit_on_main(r, lambda rr: git(rr, "rm", "-q", "baselines/a.json"))
+    head = pr_merge(r, base, update_baselines)
+    runs = [profile(r, tmp_path / "run", base)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert any("without a trusted baseline" in n and "`a`" in n for n in js["notes"]), js["notes"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[ACCEPT], added=ACCEPT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["proposed_baseline"]["outcome"] == "passed"
 
 
 # ---------------------------------------------------------------- what judges
@@ -422,6 +621,33 @@ def test_workflow_change_is_noted(repo, tmp_path):
     assert not any("changes the harness" in n for n in js["notes"])
 
 
+# ---------------------------------------------------------------- the judge's log
+
+FORGED = ("boom\n::error title=memprof-ci::allocation check PASSED\n::add-mask::regression\n"
+          "  ::warning::indented\n##[add-mask]error\n::stop-commands::x\nlater")
+
+
+def test_run_text_cannot_issue_workflow_commands(repo, tmp_path):
+    """run.json's error text is the pull request's: put into the judge's log
+    by the harness, it must not act as a workflow command (a fake PASSED,
+    masking the word regression, or stop-commands swallowing the judge's
+    own error). The runner's reading of the log is simulated
+    (ghci_helpers.workflow_commands) on everything the judge printed."""
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    run_dir = profile(r, tmp_path / "run", base)
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["benchmarks"]["a"]["error"] = FORGED
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    proc, md, js = judge(r, tmp_path, head, [run_dir], base=base, labels=[])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    log = proc.stdout + proc.stderr
+    assert "PASSED" in log and "add-mask" in log  # the text did reach the log
+    commands = workflow_commands(log)
+    assert [c for c, _ in commands] == ["stop-commands", "error"], commands
+    assert commands[-1][1].startswith("the allocation check failed with an error")
+
+
 # ---------------------------------------------------------------- shards and missing data
 
 def test_shards_are_judged_together(repo, tmp_path):
@@ -437,11 +663,14 @@ def test_shards_are_judged_together(repo, tmp_path):
 
 
 def test_missing_shard_is_an_error(repo, tmp_path):
+    """One run directory holds every benchmark and `a` regressed, so the
+    harness alone says 1; a run directory that never arrived makes it 2."""
     r, base = repo
-    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
-    runs = [profile(r, tmp_path / "run1", base, shard="1/2"), tmp_path / "never-uploaded"]
-    proc, md, _ = judge(r, tmp_path, head, runs, base=base, labels=[])
-    assert proc.returncode in (1, 2), proc.stdout + proc.stderr
+    head = pr_merge(r, base, regress_a)
+    runs = [profile(r, tmp_path / "run1", base), tmp_path / "never-uploaded"]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[])
+    assert js["verdict"]["exit_code"] == 1
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Incomplete run" in md and "never-uploaded" in md
 
 
@@ -474,7 +703,11 @@ def test_failed_build_job_is_an_error(repo, tmp_path, result):
 
 @pytest.mark.parametrize("args", [[], ["--event", "pull_request"], ["--event", "push", "--head-sha", "x", "--manifest", "m"]])
 def test_judge_usage(tmp_path, args):
-    assert run([JUDGE, *args], cwd=tmp_path).returncode == 2
+    proc = run([JUDGE, *args], cwd=tmp_path)
+    assert proc.returncode == 2
+    # Commands stopped at the start are resumed on every way out.
+    (stop,) = workflow_commands(proc.stdout)
+    assert stop[0] == "stop-commands" and proc.stdout.splitlines()[-1] == f"::{stop[1]}::"
 
 
 def test_pull_request_needs_base_sha(repo, tmp_path):
@@ -489,6 +722,162 @@ def test_unknown_commit_is_an_error(repo, tmp_path):
     proc, md, _ = judge(r, tmp_path, "f" * 40, [profile(r, tmp_path / "run")], base=base, labels=[])
     assert proc.returncode == 2
     assert "Cannot resolve" in md
+
+
+# ---------------------------------------------------------------- alloc-gate.yml's judge step
+
+def gate_judge_step(r, tmp_path, env, runs=()):
+    """Run the `memprof-ci check (judge)` step of alloc-gate.yml as its job
+    would: in a checkout holding this repository's .github/scripts and
+    harness (the judge's), the tested repository at _build/tested and the
+    downloaded run directories at _build/runs/alloc-run-shard-K."""
+    root = tmp_path / "judge-job"
+    (root / ".github").mkdir(parents=True)
+    (root / ".github" / "scripts").symlink_to(SCRIPTS)
+    (root / "harness").symlink_to(REPO_ROOT / "harness")
+    (root / "_build" / "runs").mkdir(parents=True)
+    (root / "_build" / "tested").symlink_to(r)
+    for k, d in enumerate(runs, 1):
+        shutil.copytree(d, root / "_build" / "runs" / f"alloc-run-shard-{k}")
+    job = load_workflow(WORKFLOWS / "alloc-gate.yml")["jobs"]["judge"]
+    step = workflow_step("alloc-gate.yml", "judge", "memprof-ci check (judge)")
+    full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", "EVENT_ACTION": "synchronize", "EVENT_LABEL": "",
+            **env}
+    proc = run_step(step, full, root, job_env=job.get("env"))
+    report = root / "_build" / "alloc-report"
+    js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None
+    return proc, (report / "report.md").read_text() if (report / "report.md").is_file() else None, js
+
+
+def reusable_judge_step(r, tmp_path, env, run_dir):
+    """Run the `memprof-ci check (judge)` step of the reusable memprof-ci.yml
+    as its job would: memprof-ci (this checkout's scripts and harness) at
+    .memprof-ci, the caller's repository at .memprof-ci-tested, the run at
+    _build/runs/memprof-ci-run."""
+    root = tmp_path / "reusable-judge-job"
+    (root / ".memprof-ci" / ".github").mkdir(parents=True)
+    (root / ".memprof-ci" / ".github" / "scripts").symlink_to(SCRIPTS)
+    (root / ".memprof-ci" / "harness").symlink_to(REPO_ROOT / "harness")
+    (root / ".memprof-ci-tested").symlink_to(r)
+    shutil.copytree(run_dir, root / "_build" / "runs" / "memprof-ci-run")
+    step = workflow_step("memprof-ci.yml", "judge", "memprof-ci check (judge)")
+    full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+            "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", "EVENT_ACTION": "synchronize", "EVENT_LABEL": "",
+            "EVENT_NAME": "pull_request", "BUILD_RESULT": "success", "MANIFEST": MANIFEST,
+            "BASELINES": "baselines", "CHECK_ARGS": "", "OVERHEAD": "true", **env}
+    proc = run_step(step, full, root)
+    report = root / "_build" / "alloc-report"
+    js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None
+    return proc, js
+
+
+@pytest.mark.parametrize("overhead,status", [("false", 0), ("true", 2)])
+def test_reusable_judge_step_expects_overhead_as_configured(repo, tmp_path, overhead, status):
+    """The caller's `overhead` input: false tells the judge not to expect
+    the records a --no-overhead build job leaves out; true makes their
+    absence an error."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    run_dir = profile(r, tmp_path / "run", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": overhead},
+                                   run_dir)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert ("overhead" in js["benchmarks"]["a"]["checks"]) == (overhead == "true")
+
+
+@pytest.mark.parametrize("check_args", ["--baselines .memprof-ci-tested/baselines",
+                                        "--base-manifest .memprof-ci-tested/benchmarks/benchmarks.toml",
+                                        "-k b", "-m gc_totals", "--strict --baselines=.memprof-ci-tested/baselines",
+                                        "-- --deselect x"])
+def test_reusable_check_args_cannot_override_the_trusted_arguments(recorded_regression, tmp_path, check_args):
+    """The caller's workflow, the pull request's copy, passes check-args: with
+    --baselines naming the pull request's own (regressed) baselines, `a`
+    would be compared with them and pass; -k or -m would judge only part."""
+    r, base, head, _ = recorded_regression
+    run_dir = profile(r, tmp_path / "run2", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": "false",
+                                                 "CHECK_ARGS": check_args}, run_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "is not allowed" in proc.stdout and js is None
+
+
+@pytest.mark.parametrize("check_args,status", [("", 1), ("--strict -q", 1), ("-v --quiet", 1)])
+def test_reusable_check_args_allowed(recorded_regression, tmp_path, check_args, status):
+    r, base, head, _ = recorded_regression
+    run_dir = profile(r, tmp_path / "run2", base)
+    proc, js = reusable_judge_step(r, tmp_path, {"BASE_SHA": base, "HEAD_SHA": head, "OVERHEAD": "false",
+                                                 "CHECK_ARGS": check_args}, run_dir)
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+
+
+def test_gate_judge_step_judges_a_pull_request(repo, tmp_path):
+    """A pull request that regresses `a`, measured with overhead as the
+    gate's build job does: judged, and nothing more to note."""
+    r, base = repo
+    head = pr_merge(r, base, regress_a)
+    runs = [with_overhead(profile(r, tmp_path / "run", base))]
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "1",
+        "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
+    assert js["benchmarks"]["b"]["checks"]["overhead"]["outcome"] == "passed"
+    assert js["notes"] == []
+
+
+def test_gate_judge_step_notes_what_the_build_job_ran(repo, tmp_path):
+    """Besides harness/ and the workflows, the build job runs the scripts,
+    the runtime patch and the makefiles: a pull request changing them is
+    noted, each file named."""
+    r, base = repo
+    changed = [".github/scripts/profile.sh", "runtime-patch/patches/0001.patch", "Makefile",
+               "benchmarks/benchmarks.mk"]
+
+    def change(rr):
+        for path in changed:
+            write(rr, path, "changed\n")
+        write(rr, "benchmarks/README.md", "not run\n")
+
+    head = pr_merge(r, base, change)
+    runs = [with_overhead(profile(r, tmp_path / "run", base))]
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "1",
+        "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (note,) = [n for n in js["notes"] if "builds or measures the benchmarks" in n]
+    assert all(f"`{p}`" in note for p in changed) and "README" not in note, note
+
+
+@pytest.mark.parametrize("skip", [("a", "b"), ("a",)], ids=["no-overhead", "one-null"])
+def test_missing_overhead_is_an_error_when_the_gate_measures_it(repo, tmp_path, skip):
+    """A build job run with --no-overhead, or a run.json that says
+    `"overhead": null`, would skip the overhead check without a word."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    runs = [with_overhead(profile(r, tmp_path / "run", base), skip=skip)]
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[], overhead=True)
+    assert js["verdict"]["exit_code"] == 0  # the harness alone skips the check
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (note,) = [n for n in js["notes"] if "no overhead measurement" in n]
+    assert all(f"`{n}`" in note for n in skip) and ("`b`" in note) == ("b" in skip), note
+    # The gate that does not measure it (`overhead: false`) judges the same run.
+    proc, md, js = judge(r, tmp_path, head, runs, base=base, labels=[], overhead=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_gate_judge_step_after_a_failed_plan_is_an_error(repo, tmp_path):
+    """The plan failed: no shard count, no build job. The judge still runs
+    (see test_workflows.py) and its step reports an error, not a pass."""
+    r, base = repo
+    head = pr_merge(r, base, lambda rr: write(rr, "README", "x\n"))
+    proc, md, js = gate_judge_step(r, tmp_path, {
+        "EVENT_NAME": "pull_request", "BASE_SHA": base, "HEAD_SHA": head, "SHARDS": "",
+        "PLAN_RESULT": "failure", "BUILD_RESULT": "skipped"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert md is not None, "no report: " + proc.stdout + proc.stderr
+    assert "The plan job ended with 'failure'" in md
 
 
 # ---------------------------------------------------------------- profile.sh alone
@@ -511,6 +900,26 @@ def test_profile_usage(tmp_path, args):
 
 
 # ---------------------------------------------------------------- has-label.py
+
+@pytest.mark.parametrize("action,added,expected", [
+    ("labeled", "memprof-ci: accept", "true"),
+    ("labeled", " MemProf-CI: Accept", "true"),
+    ("labeled", "bug", "earlier"),
+    ("synchronize", "", "earlier"),
+    ("synchronize", "memprof-ci: accept", "earlier"),
+    ("unlabeled", "memprof-ci: accept", "earlier"),
+    (None, None, "earlier"),
+])
+def test_has_label_added_by_event(action, added, expected):
+    env = {"LABELS_JSON": '[{"name": "memprof-ci: accept"}]'}
+    env.update({k: v for k, v in (("EVENT_ACTION", action), ("EVENT_LABEL", added)) if v is not None})
+    proc = run([PYTHON, HAS_LABEL, "--added-by-event", ACCEPT], env={k: v for k, v in env.items()})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == expected + "\n"
+    # Without the label on the pull request, never true, whatever the event says.
+    proc = run([PYTHON, HAS_LABEL, "--added-by-event", ACCEPT], env={**env, "LABELS_JSON": "[]"})
+    assert proc.stdout == "false\n"
+
 
 @pytest.mark.parametrize("raw,label,expected", [
     ('[{"id": 1, "name": "memprof-ci: accept", "color": "x"}]', ACCEPT, "true"),
@@ -543,3 +952,37 @@ def test_has_label_unset_env_and_usage():
     assert run([PYTHON, HAS_LABEL, ACCEPT]).stdout == "false\n"
     assert run([PYTHON, HAS_LABEL]).returncode == 2
     assert run([PYTHON, HAS_LABEL, "  "]).returncode == 2
+
+
+# ---------------------------------------------------------------- bench_sets.py
+
+BENCH_SETS = str(SCRIPTS / "bench_sets.py")
+
+
+def test_bench_sets_findings(tmp_path):
+    base, pr = tmp_path / "base", tmp_path / "pr"
+    for d, benches, baselines in [(base, ("a", "b", "c"), ("a", "c", "gone")),
+                                  (pr, ("a", "b", "n", "m"), ("a", "b", "n"))]:
+        write(d, "m.toml", manifest_text(benches=benches))
+        for name in baselines:
+            write(d, f"bl/{name}.json", "{}\n")
+    write(pr, "bl/.hidden.json", "{}\n")
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
+                "--base-manifest", str(base / "m.toml"), "--base-baselines", str(base / "bl")])
+    assert proc.returncode == 0, proc.stderr
+    # m: run without a baseline; b: base runs it untrusted; c, gone: trusted,
+    # no longer run, baseline deleted.
+    assert proc.stdout == "removed c\nremoved gone\nunbaselined m\nuntrusted b\n"
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(pr / "m.toml"), "--pr-baselines", str(pr / "bl"),
+                "--base-baselines", str(base / "bl")])
+    assert proc.stdout == "removed c\nremoved gone\nunbaselined m\n"
+
+
+@pytest.mark.parametrize("text", ["[[benchmark]\n", '[[benchmark]]\nname = "../x"\n', "benchmark = 3\n",
+                                  '[[benchmark]]\ncommand = ["x"]\n'])
+def test_bench_sets_bad_manifest_is_an_error(tmp_path, text):
+    write(tmp_path, "m.toml", text)
+    proc = run([PYTHON, BENCH_SETS, "--pr-manifest", str(tmp_path / "m.toml"), "--pr-baselines",
+                str(tmp_path / "none"), "--base-baselines", str(tmp_path / "none")])
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("bench_sets: ") and proc.stderr.count("\n") == 1

