@@ -120,6 +120,8 @@ while IFS= read -r -d '' entry; do
         "$name" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]*\.json$ ]]; then
     names+=("$name")
     blobs+=("$object")
+  elif [[ "$mode" = 100644 && "$type" = blob && "$name" = .gitkeep ]]; then
+    :  # what `memprof-ci init` leaves in an empty baselines directory; not copied
   else
     odd+=("$(printf '%s %s %q' "$mode" "$type" "$name")")
   fi

@@ -117,6 +117,7 @@ jobs:
     with:
       memprof-ci-repository: {repo}
       memprof-ci-ref: {ref}
+      workflow-path: .github/workflows/alloc.yml
 """
 
 

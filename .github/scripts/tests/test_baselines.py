@@ -199,3 +199,16 @@ def test_refuses_symlinks(repo, tmp_path, where):
 def test_manifest_usage_errors(repo, args):
     r, _ = repo
     assert run([BASE_BASELINES, *args], cwd=r).returncode == 2
+
+
+def test_the_gitkeep_of_init_is_allowed_and_not_copied(repo, tmp_path):
+    """`memprof-ci init` leaves baselines/.gitkeep; the base's baselines still
+    come out, without it."""
+    r, _ = repo
+    write(r, "baselines/.gitkeep", "")
+    git(r, "add", "-A")
+    git(r, "commit", "-q", "-m", "keep")
+    out = tmp_path / "out"
+    proc = run([BASE_BASELINES, "HEAD", str(out)], cwd=r)
+    assert proc.returncode == 0, proc.stderr
+    assert ".gitkeep" not in files(out) and files(out)
