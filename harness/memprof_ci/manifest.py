@@ -33,6 +33,8 @@ SETTINGS = {
     "overhead_budget": 0.10,
     "overhead_tolerance": 0.10,
     "overhead_runs": 5,
+    "overhead_time_fails": False,
+    "concurrent": False,
     "grouping": "function",
     "timeout": 600.0,
 }
@@ -41,7 +43,7 @@ SETTINGS = {
 # says how to build and run (command, cwd, env, timeout) and may add
 # benchmarks.
 VERDICT_SETTINGS = tuple(k for k in SETTINGS if k != "timeout")
-BENCH_ONLY = ("name", "command", "cwd", "env")
+BENCH_ONLY = ("name", "command", "cwd", "env", "overhead_args")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -65,8 +67,15 @@ class Benchmark:
     overhead_budget: float = 0.10
     overhead_tolerance: float = 0.10
     overhead_runs: int = 5
+    # Time fails the overhead check too (it is information otherwise).
+    overhead_time_fails: bool = False
+    # Several domains or systhreads: the counted overhead is a range over
+    # repeated runs (overhead.py).
+    concurrent: bool = False
     grouping: str = "function"
     timeout: float = 600.0
+    # Arguments of the counted overhead runs in place of command[1:].
+    overhead_args: list | None = None
 
     def params(self) -> dict:
         return {"alpha": self.alpha, "min_effect": self.min_effect,
@@ -123,7 +132,7 @@ def _check_setting(where: str, key: str, v):
         if not _num(v) or not 0 < v <= 1e7:
             raise bad(f"must be a positive number of seconds (at most 1e7), got {v!r}")
         return float(v)
-    if key == "gc_exact":
+    if key in ("gc_exact", "overhead_time_fails", "concurrent"):
         if not isinstance(v, bool):
             raise bad(f"must be true or false, got {v!r}")
         return v
@@ -213,11 +222,18 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
         for k in SETTINGS:
             if k in b:
                 settings[k] = _check_setting(where, k, b[k])
+        oargs = b.get("overhead_args")
+        if oargs is not None and (not isinstance(oargs, list) or len(oargs) > 1000 or
+                                  not all(isinstance(a, str) for a in oargs)):
+            raise ConfigError(f"{where}: `overhead_args` must be a list of strings (the "
+                              f"counted overhead runs' arguments after the program)")
         out.append(Benchmark(
             name=name,
             command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],
             cwd=os.path.normpath(os.path.join(directory, cwd)),
-            env=dict(env), **settings))
+            env=dict(env), **settings,
+            overhead_args=None if oargs is None else
+            [_resolve_arg(a, directory, False) for a in oargs]))
     return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out)
 
 
