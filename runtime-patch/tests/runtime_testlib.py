@@ -51,19 +51,24 @@ class Builder:
         if key in self.cache:
             return self.cache[key]
         src = PROGRAMS / f"{name}.ml"
+        stub = PROGRAMS / f"{name}_stub.c"   # C primitives, if the program has any
         tag = f"{name}.{backend}{'' if debug else '.nodebug'}"
         work = self.outdir / tag
         work.mkdir(parents=True, exist_ok=True)
         (work / f"{name}.ml").write_text(src.read_text())
+        stubs = []
+        if stub.exists():
+            (work / stub.name).write_text(stub.read_text())
+            stubs = [stub.name]
         exe = work / f"{name}.exe"
         if backend == "native":
             cmd = [str(self.bindir / "ocamlopt")]
             libs = ["unix.cmxa", "threads.cmxa"] if threads else []
         else:
-            cmd = [str(self.bindir / "ocamlc")]
+            cmd = [str(self.bindir / "ocamlc")] + (["-custom"] if stubs else [])
             libs = ["unix.cma", "threads.cma"] if threads else []
         cmd += (["-g"] if debug else []) + (THREAD_FLAGS if threads else [])
-        cmd += libs + [f"{name}.ml", "-o", exe.name]
+        cmd += libs + stubs + [f"{name}.ml", "-o", exe.name]
         res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if res.returncode != 0:
             pytest.fail(f"compiling {name}.ml failed:\n{res.stderr}")

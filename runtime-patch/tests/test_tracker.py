@@ -405,13 +405,6 @@ def test_out_naming_a_directory(build, tmp_path):
     assert tmp_path.is_dir()
 
 
-def test_gc_memprof_refuses_to_stop_env_profile(build, tmp_path):
-    res = run(build("sample_sequence"), "0.01", memprof=f"rate=1e-3,out={tmp_path/'p.json'}",
-              check=False)
-    assert res.returncode == 2
-    assert "already started" in res.stderr
-
-
 def make_cell_stacks(stacks):
     """Stacks of Fast_path.make_cell as "function:line" frames, cut after
     Fast_path.fibers (the two runs call it from different lines) and
