@@ -14,9 +14,13 @@
  *    event: its own packet buffer, backtrace cache, location coder and
  *    last stack, so the reader's per-domain state follows each stream.
  *    The callbacks of a domain run on that domain (never nested: the
- *    writer allocates nothing on the OCaml heap); the writer's spin
- *    lock, free of cost when uncontended, only guards against the
- *    exiting thread flushing it meanwhile.
+ *    writer allocates nothing on the OCaml heap, which would be
+ *    sampled and come back to the writer while it holds its lock; in
+ *    bytecode the first lookup of a location reads the executable's
+ *    debug information onto the heap, so the trace's start reads it,
+ *    before any sample); the writer's spin lock, free of cost when
+ *    uncontended, only guards against the exiting thread flushing it
+ *    meanwhile.
  * 3. A packet is flushed when it may not hold another event, when more
  *    than 128 slots await their location events, when its first
  *    timestamp is 30 s old (the 25-bit timestamps must not wrap), or
@@ -57,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "caml/mlvalues.h"
+#include "caml/backtrace_prim.h"
 #include "caml/camlatomic.h"
 #include "caml/domain_state.h"
 #include "caml/memprof.h"
@@ -66,6 +71,9 @@
 #include "caml/memprof_outfile.h"
 #include "caml/platform.h"
 #include "caml/startup_aux.h"
+#ifndef NATIVE_CODE
+#include "caml/fix_code.h"
+#endif
 
 #define PKT_SIZE ((size_t)1 << 15)
 #define HDR_SIZE 68
@@ -425,6 +433,12 @@ void caml_memprof_ctf_start(const char *tmpl, double rate)
     exit(2);
   }
   free(path);
+#ifndef NATIVE_CODE
+  /* Design 2: read the debug information now (a lookup does). */
+  struct caml_loc_info li;
+  caml_debuginfo_location(
+    caml_debuginfo_extract((backtrace_slot)caml_start_code), &li);
+#endif
 }
 
 const char *caml_memprof_ctf_path(void) { return T.path; }

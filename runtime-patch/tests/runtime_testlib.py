@@ -81,7 +81,8 @@ def build(runtime_bin, tmp_path_factory):
     return Builder(runtime_bin, tmp_path_factory.mktemp("programs"))
 
 
-def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None):
+def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None,
+        timeout=300):
     """Run a test program with a clean OCAMLMEMPROF/OCAMLRUNPARAM."""
     e = {k: v for k, v in os.environ.items()
          if k not in ("OCAMLMEMPROF", "OCAMLRUNPARAM", "CAMLRUNPARAM")}
@@ -91,7 +92,7 @@ def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None)
         e["OCAMLRUNPARAM"] = runparam
     e.update(env or {})
     res = subprocess.run([str(exe), *map(str, args)], env=e, cwd=cwd,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=timeout)
     if check and res.returncode != 0:
         raise AssertionError(f"{exe.name} {args} exited {res.returncode}:\n{res.stderr}")
     return res

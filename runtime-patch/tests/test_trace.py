@@ -10,6 +10,7 @@ however long the run.  The trace is read with the harness's CTF reader
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 import pytest
@@ -87,6 +88,21 @@ def test_domains_have_their_own_streams(build, tmp_path):
     # memtrace's tools expect an object's events after its allocation in
     # the file, also when another domain collects it.
     assert late == 0
+
+
+@pytest.mark.parametrize("debug", [True, False], ids=["g", "no-g"])
+def test_bytecode_trace_reads_debug_information_before_sampling(build, tmp_path, debug):
+    # In bytecode the first location lookup reads the executable's debug
+    # information onto the OCaml heap. At rate 1 that allocation is sampled;
+    # made from inside the trace's writer (packets flush during this run),
+    # the sample came back to the writer and waited for its own lock.
+    exe = build("trace_mix", backend="bytecode", debug=debug)
+    try:
+        run(exe, memprof=f"rate=1,trace={tmp_path / 't.ctf'}", timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the traced bytecode program did not finish in 120 s")
+    tr = load_ctf(str(tmp_path / "t.ctf"))
+    assert tr.totals["samples"] > 100_000
 
 
 def test_trace_alone_writes_no_profile(build, tmp_path):
