@@ -5,6 +5,8 @@
 #   make update-baselines  accept the current allocation behaviour
 #   make test              the project's own test suite
 #   make runtime           the patched OCaml 5.3.0 in _build/runtime (cached)
+#   make test-upstream     OCaml's own testsuite (22 runtime-heavy directories)
+#                          with the built-in tracker on; not part of `make test`
 #   make bench-overhead    the overhead study (not a test)
 #   make bench-harness     time the harness's compare path on large profiles
 #
@@ -28,7 +30,7 @@ ENSURE_DEPS := harness/scripts/ensure-deps.sh
 HARNESS := PYTHONPATH=$(ROOT)/harness $(PYTHON) -m memprof_ci
 PATCH_ID_FILE := _build/runtime/patch-id
 
-.PHONY: all runtime stock-runtime test check-alloc update-baselines bench-overhead bench-harness deps-build \
+.PHONY: all runtime stock-runtime test-upstream test check-alloc update-baselines bench-overhead bench-harness deps-build \
   deps-python deps-bench deps-lint clean
 
 all: check-alloc
@@ -42,6 +44,16 @@ runtime: $(PATCH_ID_FILE)
 
 $(PATCH_ID_FILE): $(RUNTIME_INPUTS) | deps-build
 	runtime-patch/build-runtime.sh
+
+# OCaml's own tests, run by ocamltest in the build tree `make runtime` keeps,
+# with OCAMLMEMPROF=rate=1e-2,seed=1 (UPSTREAM_MEMPROF) and a profile per
+# program in _build/test-upstream; UPSTREAM_DIRS narrows it (e.g.
+# UPSTREAM_DIRS=statmemprof). Long: about an hour on two cores.
+UPSTREAM_MEMPROF ?= rate=1e-2,seed=1
+UPSTREAM_DIRS ?=
+
+test-upstream: runtime | deps-python
+	$(PYTHON) runtime-patch/upstream_suite.py --memprof '$(UPSTREAM_MEMPROF)' $(UPSTREAM_DIRS)
 
 # Unpatched OCaml 5.3.0, the reference of the overhead study only.
 stock-runtime: _build/stock/bin/ocamlopt

@@ -5,7 +5,9 @@
  *    module initialiser. It starts a memprof profile whose callbacks
  *    are the C functions below (memprof.c, design 8.3), so no OCaml
  *    code runs and nothing is allocated on the OCaml heap per sample.
- *    New domains and threads inherit the profile.
+ *    New domains and threads inherit the profile. Profiles the program
+ *    starts itself with Gc.Memprof run beside it, each with its own
+ *    sampler (memprof.c, design 8.11).
  * 2. Sites: one record per distinct raw callstack prefix (at most
  *    `frames` slots), found through an open-addressing hash table that
  *    readers probe without a lock (each thread first tries the site
