@@ -46,13 +46,15 @@ class Builder:
         self.outdir = outdir
         self.cache = {}
 
-    def __call__(self, name, backend="native", debug=True, threads=False):
-        key = (name, backend, debug, threads)
+    def __call__(self, name, backend="native", debug=True, threads=False, variant=None):
+        """Build programs/NAME.ml (with NAME_stub.c if there is one);
+        variant="d" links the debug runtime, whose assertions are on."""
+        key = (name, backend, debug, threads, variant)
         if key in self.cache:
             return self.cache[key]
         src = PROGRAMS / f"{name}.ml"
         stub = PROGRAMS / f"{name}_stub.c"   # C primitives, if the program has any
-        tag = f"{name}.{backend}{'' if debug else '.nodebug'}"
+        tag = f"{name}.{backend}{'' if debug else '.nodebug'}{'.' + variant if variant else ''}"
         work = self.outdir / tag
         work.mkdir(parents=True, exist_ok=True)
         (work / f"{name}.ml").write_text(src.read_text())
@@ -68,6 +70,7 @@ class Builder:
             cmd = [str(self.bindir / "ocamlc")] + (["-custom"] if stubs else [])
             libs = ["unix.cma", "threads.cma"] if threads else []
         cmd += (["-g"] if debug else []) + (THREAD_FLAGS if threads else [])
+        cmd += ["-runtime-variant", variant] if variant else []
         cmd += libs + stubs + [f"{name}.ml", "-o", exe.name]
         res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if res.returncode != 0:

@@ -81,3 +81,18 @@ def test_seeded_own_profile_samples_the_same_with_the_builtin_one(build, tmp_pat
     beside = run(exe, "0.01", memprof=f"rate=1e-2,seed=7,out={tmp_path / 'p.json'}").stdout.splitlines()
     assert len(alone) > 100
     assert beside == alone
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_debug_runtime_assertions_hold(build, tmp_path, backend):
+    # The debug runtime checks memprof's invariants (triggers, limits,
+    # tables) as it goes: both profiles, their stops and discards, the
+    # callbacks' allocations, at rates where nearly every allocation is
+    # sampled by one profile or the other.
+    exe = build("coexist", backend=backend, variant="d")
+    for rate_c in (1, 1e-1):
+        prof, _, res = profile(exe, 1, "1e-1", "1", rate=rate_c, tmp=tmp_path,
+                               runparam="v=0")
+        c = counts(res.stdout)
+        assert c["a_late"] == 0 and c["b_alloc_after_stop"] == 0, c
+        assert c["b_dead"] == c["b_tracked"] > 0, c
