@@ -33,6 +33,8 @@ SETTINGS = {
     "overhead_budget": 0.10,
     "overhead_tolerance": 0.10,
     "overhead_runs": 5,
+    "overhead_time_fails": False,
+    "concurrent": False,
     "grouping": "function",
     "mode": "sampled",
     "detect": None,
@@ -44,9 +46,9 @@ SETTINGS = {
 # says how to build and run (command, cwd, env, timeout) and may add
 # benchmarks.
 VERDICT_SETTINGS = tuple(k for k in SETTINGS if k != "timeout")
-BENCH_ONLY = ("name", "command", "cwd", "env")
 MODES = ("sampled", "exact")
 EXACT_MIN_EFFECT = 0.01   # min_effect of an exact benchmark unless the manifest sets one
+BENCH_ONLY = ("name", "command", "cwd", "env", "overhead_args")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -70,6 +72,11 @@ class Benchmark:
     overhead_budget: float = 0.10
     overhead_tolerance: float = 0.10
     overhead_runs: int = 5
+    # Time fails the overhead check too (it is information otherwise).
+    overhead_time_fails: bool = False
+    # Several domains or systhreads: the counted overhead is a range over
+    # repeated runs (overhead.py).
+    concurrent: bool = False
     grouping: str = "function"
     # "exact": every word is counted (rate 1, so one run; the seed cannot
     # change anything) and the site verdict needs no test (verdict.classify).
@@ -80,6 +87,8 @@ class Benchmark:
     detect: float | None = None
     detect_cost: float = 4.0
     timeout: float = 600.0
+    # Arguments of the counted overhead runs in place of command[1:].
+    overhead_args: list | None = None
 
     def __post_init__(self):
         if self.mode == "exact":
@@ -141,7 +150,7 @@ def _check_setting(where: str, key: str, v):
         if not _num(v) or not 0 < v <= 1e7:
             raise bad(f"must be a positive number of seconds (at most 1e7), got {v!r}")
         return float(v)
-    if key == "gc_exact":
+    if key in ("gc_exact", "overhead_time_fails", "concurrent"):
         if not isinstance(v, bool):
             raise bad(f"must be true or false, got {v!r}")
         return v
@@ -252,11 +261,18 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
                 # detect half the time, and below detect / 2 rarely at the
                 # planned power (STATISTICS.md, "Planning for `detect`").
                 settings["min_effect"] = settings["detect"] / 2
+        oargs = b.get("overhead_args")
+        if oargs is not None and (not isinstance(oargs, list) or len(oargs) > 1000 or
+                                  not all(isinstance(a, str) for a in oargs)):
+            raise ConfigError(f"{where}: `overhead_args` must be a list of strings (the "
+                              f"counted overhead runs' arguments after the program)")
         out.append(Benchmark(
             name=name,
             command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],
             cwd=os.path.normpath(os.path.join(directory, cwd)),
-            env=dict(env), **settings))
+            env=dict(env), **settings,
+            overhead_args=None if oargs is None else
+            [_resolve_arg(a, directory, False) for a in oargs]))
     return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out)
 
 

@@ -1,204 +1,276 @@
-"""Measuring profiling overhead with hyperfine.
+"""Profiling overhead: what profiling costs a benchmark, and the check on it.
 
-Runs the benchmark command with profiling off and on (at the benchmark's
-rate) under `hyperfine -N --export-json`, both through `env` so the two
-commands differ only in OCAMLMEMPROF.  Machines here are shared: a
-block of "off" runs followed by a block of "on" runs would charge any
-change of load to profiling. So each of `overhead_runs` rounds is one
-hyperfine call timing one run of each, back to back, in alternating
-order, and the overhead is judged on the per-round ratios
-(stats.paired_overhead_interval, stats.overhead_sign_test) of CPU time
-(user + system, as hyperfine reads them from the kernel): the wall time of
-one run swings by 20-45% with the machine's other load (one paired run of
-sandmark's kb read +46.1% wall for +6.8% CPU), the CPU time a run needs
-much less. The wall-time ratio is reported beside it. Rounds that look
-over the threshold are followed by confirmation rounds.
-Invariants: a missing hyperfine or a failing command raises InfraError,
-never a verdict; a regression is only an exact sign test over all rounds
-significant at alpha divided by the number of overhead checks in the run
-(Bonferroni), so the run's chance of a false overhead failure is at most
-alpha when pairs are independent.
+The check judges a count, not a time.  The benchmark's program is run
+under valgrind's cachegrind (counted.py) once with profiling off and once
+on, at its rate with its first seed, with the arguments `overhead_args`
+(default: its command's own; a smaller size keeps the runs short), and the
+overhead is
+
+    estimated cycles (on) / estimated cycles (off) - 1
+
+with the cycles estimated from instructions and simulated L1 and
+last-level misses (counted.MODEL).  Both runs get the same environment:
+PATH and the manifest's `env` only (plus OCAMLMEMPROF on the "on" side),
+the profile written to the run's standard output (so no file name, pid or
+disk enters the count) and no thread can be created (nothreads.py), so a
+single-domain program counts the same, to the instruction and the miss, on
+every run.  The "on" run must write a profile, or profiling was not on.
+
+Benchmarks marked `concurrent` (several domains or systhreads) count
+differently from run to run, because valgrind runs their threads one at a
+time in an order the machine's timing decides.  They are counted
+CONCURRENT_REPEATS times per side with threads allowed, and judged on the
+range: estimate median(on) / median(off) - 1, range [min(on) / max(off)
+- 1, max(on) / min(off) - 1].
+
+A check fails when the lower end of the range (the estimate itself, for a
+single-domain program) is over the threshold (threshold_for): the
+baseline's upper end plus `overhead_tolerance`, when the baseline counted
+its overhead with the same arguments and model; else `overhead_budget`,
+with a note saying why.  update-baselines enforces the budget (over_budget).
+
+Time (overhead_time.py) is measured beside the count, as information; it
+fails the check only for a benchmark with `overhead_time_fails`.
+Invariants: a failed counted run raises InfraError, never a figure; every
+figure of a record is derived again from its counts when the record is
+read back (parse_record), so a record cannot state a figure its counts do
+not give.
 """
 
 from __future__ import annotations
 
-import json
+import concurrent.futures
 import math
 import os
-import shlex
-import shutil
-import subprocess
-import tempfile
+import statistics
 
+from . import counted
+from . import overhead_time
 from . import validate as V
 from .errors import InfraError, InputError
-from .runner import bench_env, memprof_env_value
-from .stats import overhead_sign_test, paired_overhead_interval, rounds_for_level
+from .runner import memprof_env_value
+from .nothreads import UNFILTERED
 
-OVERHEAD_NUMBERS = ("estimate", "ci_low", "ci_high", "p_value", "level",
-                    "median_off_s", "median_on_s")
-OVERHEAD_COUNTS = ("runs", "confirmation_runs", "above_budget")
+MEASURE = "cycles"
+CONCURRENT_REPEATS = 3
+MAX_REPEATS = 100
+PROFILE_MARK = b'"memprof-ci/profile"'
 
 
-def threshold_for(bench, baseline_overhead: dict | None) -> tuple[float, str]:
-    """The overhead a check fails above, and what it is based on.
+def counted_args(bench) -> list:
+    return list(bench.command[1:] if bench.overhead_args is None else bench.overhead_args)
 
-    With a baseline that recorded its overhead: the upper end of that
-    measurement's interval plus `overhead_tolerance`, so a check fails only
-    when the change made profiling significantly costlier (the absolute
-    budget is enforced by update-baselines).  Without one: the budget."""
-    hi = (baseline_overhead or {}).get("ci_high")
-    if hi is not None:
-        return hi + bench.overhead_tolerance, "baseline"
-    return bench.overhead_budget, "budget"
+
+def counted_env(bench, on: bool) -> dict:
+    env = {"PATH": os.environ.get("PATH", os.defpath), **bench.env}
+    if on:
+        env["OCAMLMEMPROF"] = memprof_env_value(bench.rate, bench.seeds[0], bench.frames,
+                                                "/dev/stdout")
+    return env
+
+
+def _count_one(bench, on: bool) -> tuple[dict, bool]:
+    """One counted run: (its events, whether threads could be created)."""
+    side = "on" if on else "off"
+    argv = [bench.command[0], *counted_args(bench)]
+    try:
+        r = counted.count(argv, counted_env(bench, on), bench.cwd,
+                          timeout=max(300.0, 50 * bench.timeout),
+                          threads=bench.concurrent, capture_stdout=on)
+    except counted.CountError as e:
+        hint = ("" if bench.concurrent else
+                "; a benchmark that starts domains or threads needs `concurrent = true` "
+                "in the manifest")
+        raise InfraError(f"benchmark {bench.name!r}: counted run with profiling {side} "
+                         f"failed: {e}{hint}") from None
+    if on and PROFILE_MARK not in (r["stdout"] or b""):
+        raise InfraError(f"benchmark {bench.name!r}: OCAMLMEMPROF set but no profile "
+                         f"written in the counted run (is {argv[0]} built with the "
+                         f"memprof-ci runtime?)")
+    threads = bench.concurrent or any(line.startswith(UNFILTERED)
+                                      for line in r["stderr"].splitlines())
+    return {k: r["events"][k] for k in counted.EVENTS}, threads
+
+
+def count_sides(bench) -> dict:
+    """The counted record: off and on, CONCURRENT_REPEATS times each for a
+    concurrent benchmark; two runs at a time (they share no state, and a
+    count does not depend on load)."""
+    reps = CONCURRENT_REPEATS if bench.concurrent else 1
+    jobs = [on for _ in range(reps) for on in (False, True)]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        done = list(pool.map(lambda on: _count_one(bench, on), jobs))
+    return {"args": counted_args(bench), "model": counted.MODEL,
+            "concurrent": bench.concurrent,
+            "threads": "allowed" if any(t for _, t in done) else "disabled",
+            "off": [ev for (ev, _), on in zip(done, jobs) if not on],
+            "on": [ev for (ev, _), on in zip(done, jobs) if on]}
+
+
+def figures(c: dict) -> dict:
+    """Estimate and range of the counted overhead, from the counts."""
+    on = [counted.estimated_cycles(e) for e in c["on"]]
+    off = [counted.estimated_cycles(e) for e in c["off"]]
+    ir_on, ir_off = [e["Ir"] for e in c["on"]], [e["Ir"] for e in c["off"]]
+    return {"estimate": statistics.median(on) / statistics.median(off) - 1,
+            "ci_low": min(on) / max(off) - 1, "ci_high": max(on) / min(off) - 1,
+            "instructions": statistics.median(ir_on) / statistics.median(ir_off) - 1,
+            "cycles_off": statistics.median(off), "cycles_on": statistics.median(on)}
 
 
 def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "hyperfine",
-            threshold: float | None = None) -> dict:
-    """Time `bench.overhead_runs` paired rounds; if they put profiling over
-    `threshold` (default: the budget), time more rounds, up to the number at
-    which a verdict of "over" can be significant at `level` (default
-    bench.alpha; verdict.overhead_level shares alpha over a run's overhead
-    checks), and judge on all of them (STATISTICS.md, "Profiling
-    overhead").  The per-round times are kept so a judge can re-test them
-    against its own threshold."""
-    if threshold is None:
-        threshold = bench.overhead_budget
-    exe = shutil.which(hyperfine)
-    if exe is None:
-        raise InfraError("hyperfine not found on PATH; install it (>= 1.13) or pass "
-                         "--no-overhead")
-    os.makedirs(work_dir, exist_ok=True)
-    if level is None:
-        level = bench.alpha
-    with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
-        prof = os.path.join(tmp, f"{bench.name}.overhead.json")
-        js = os.path.join(tmp, "hyperfine.json")
-        off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
-        on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
-            bench.rate, bench.seeds[0], bench.frames, prof, per_process=True),
-            *bench.command])
-        t_off, t_on, w_off, w_on = [], [], [], []
-
-        def rounds(count):
-            for _ in range(count):
-                pair = [("off", off), ("on", on)]
-                if len(t_on) % 2:
-                    pair.reverse()
-                cmd = [exe, "-N", "--style", "none", "--runs", "1", "--export-json", js]
-                for name, command in pair:
-                    cmd += ["-n", name, command]
-                times = _hyperfine(bench, cmd, js)
-                t_off.append(times["off"][1])
-                t_on.append(times["on"][1])
-                w_off.append(times["off"][0])
-                w_on.append(times["on"][0])
-
-        rounds(bench.overhead_runs)
-        screened = paired_overhead_interval(t_on, t_off)[1] > threshold
-        if screened:
-            rounds(max(0, rounds_for_level(level) - len(t_on)))
-    est, lo, hi, coverage = paired_overhead_interval(t_on, t_off)
-    p, above = overhead_sign_test(t_on, t_off, threshold)
-    return {"estimate": est, "ci_low": lo, "ci_high": hi, "runs": len(t_on),
-            "on_s": [float(x) for x in t_on], "off_s": [float(x) for x in t_off],
-            "first_rounds": bench.overhead_runs, "threshold": threshold,
-            "confirmation_runs": len(t_on) - bench.overhead_runs,
-            "above_budget": above, "p_value": p, "level": level, "screened": screened,
-            "median_off_s": float(sorted(w_off)[len(w_off) // 2]),
-            "median_on_s": float(sorted(w_on)[len(w_on) // 2]),
-            "wall_estimate": paired_overhead_interval(w_on, w_off)[0],
-            "method": f"CPU time (user + system); median of {len(t_on)} paired back-to-back "
-                      f"ratios, "
-                      f"sign-test interval ({coverage:.1%} coverage); over budget "
-                      f"only if the sign test's p <= {level:.2g}"}
+            time_threshold: float | None = None) -> dict:
+    """The overhead record: counts and their figures, and the timed rounds
+    (at `level` and against `time_threshold` when the benchmark's time is
+    judged)."""
+    t = overhead_time.measure(bench, work_dir, hyperfine, time_threshold,
+                              level if level is not None else bench.alpha)
+    c = count_sides(bench)
+    return _record(c, t)
 
 
-def _hyperfine(bench, cmd: list, js: str) -> dict:
-    """One hyperfine call; returns {name: (wall, CPU) seconds of its single
-    run}, CPU being user + system time."""
-    timeout = bench.timeout * 2 + 60
-    try:
-        r = subprocess.run(cmd, cwd=bench.cwd, env=bench_env(bench),
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise InfraError(f"benchmark {bench.name!r}: overhead measurement timed out "
-                         f"after {timeout:g}s; lower overhead_runs or pass "
-                         f"--no-overhead") from None
-    if r.returncode != 0:
-        tail = (r.stderr or b"").decode("utf-8", "replace").strip().replace("\n", " | ")[-400:]
-        raise InfraError(f"benchmark {bench.name!r}: hyperfine failed (status "
-                         f"{r.returncode}): {tail}")
-    try:
-        with open(js) as fh:
-            out = {}
-            for x in json.load(fh)["results"]:
-                # rusage has a resolution: a run never costs less than 0.1 ms.
-                cpu = max(float(x["user"]) + float(x["system"]), 1e-4)
-                out[x["command"]] = (float(x["times"][0]), cpu)
-            return out
-    except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
-        raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
+def _record(c: dict, t: dict | None) -> dict:
+    return {"measure": MEASURE, **figures(c), "counted": c, "time": t,
+            "median_off_s": (t or {}).get("median_off_s"),
+            "median_on_s": (t or {}).get("median_on_s"),
+            "method": (f"estimated cycles ({counted.MODEL}), profiling on / off, "
+                       + (f"{len(c['on'])} runs each, range" if len(c["on"]) > 1 else
+                          "one run each (deterministic)"))}
+
+
+def threshold_for(bench, base: dict | None) -> tuple[float, str, str]:
+    """(threshold, basis, note): the baseline's upper end plus the
+    tolerance when its counted record is comparable, else the budget and
+    why."""
+    if base is None:
+        return bench.overhead_budget, "budget", ""
+    c = base.get("counted")
+    if c is None:
+        why = "the baseline records only a timed overhead (made before the counted check)"
+    elif c["args"] != counted_args(bench):
+        why = (f"the baseline counted with arguments {' '.join(c['args'])[:80]!r}, "
+               f"this run with {' '.join(counted_args(bench))[:80]!r}")
+    elif c["model"] != counted.MODEL:
+        why = f"the baseline counted with another model ({c['model'][:80]})"
+    else:
+        return base["ci_high"] + bench.overhead_tolerance, "baseline", ""
+    return (bench.overhead_budget, "budget",
+            f"judged against the budget: {why}; re-record with "
+            f"`memprof-ci update-baselines -k {bench.name}`")
+
+
+def time_threshold_for(bench, base: dict | None) -> float:
+    """The CPU-time threshold of a benchmark whose time is judged."""
+    t = (base or {}).get("time")
+    if t is not None:
+        return t["cpu"]["ci_high"] + bench.overhead_tolerance
+    return bench.overhead_budget
+
+
+def judge(measured: dict, bench, threshold: float, basis: str, note: str,
+          base: dict | None, level: float) -> dict:
+    """The verdict on a measurement (parse_record shape) against `threshold`:
+    "regression" when the counted range lies above it, or, for a benchmark
+    with overhead_time_fails, when time says so at `level`
+    (overhead_time.judge)."""
+    m = dict(measured)
+    notes = [note] if note else []
+    status = "regression" if m["ci_low"] > threshold else "~"
+    if bench.overhead_time_fails and m.get("time"):
+        tj = overhead_time.judge(m["time"], time_threshold_for(bench, base), level)
+        m["time"] = {**m["time"], "verdict": tj}
+        if tj["note"]:
+            notes.append(tj["note"])
+        if tj["status"] == "regression":
+            status = "regression"
+    return {**m, "budget": bench.overhead_budget, "threshold": threshold, "basis": basis,
+            "status": status, "note": "; ".join(notes),
+            "baseline_estimate": (base or {}).get("estimate"),
+            "baseline_ci_high": (base or {}).get("ci_high")}
+
+
+def failure_message(j: dict, bench) -> str:
+    """Why a judged measurement (judge) failed, in one paragraph."""
+    against = (f"the baseline's {j['baseline_estimate']:+.2%} (up to "
+               f"{j['baseline_ci_high']:+.2%}) plus the tolerance "
+               f"{bench.overhead_tolerance:.0%}" if j["basis"] == "baseline" else
+               f"the budget {j['budget']:.0%}")
+    c = j["counted"]
+    runs = len(c["on"])
+    what = (f"{j['estimate']:+.2%} [{j['ci_low']:+.2%}, {j['ci_high']:+.2%}] over {runs} "
+            f"runs each" if runs > 1 else f"{j['estimate']:+.2%}")
+    parts = []
+    if j["ci_low"] > j["threshold"]:
+        parts.append(f"profiling costs {what} estimated cycles ({j['instructions']:+.2%} "
+                     f"instructions, counted with arguments {' '.join(c['args'])[:120]!r}), "
+                     f"over {j['threshold']:+.2%}, {against}")
+    tv = (j.get("time") or {}).get("verdict")
+    if tv and tv["status"] == "regression":
+        cpu = j["time"]["cpu"]
+        parts.append(f"CPU time {cpu['estimate']:+.1%} [{cpu['ci_low']:+.1%}, "
+                     f"{cpu['ci_high']:+.1%}] is over {tv['threshold']:+.1%} "
+                     f"(overhead_time_fails): {tv['above']} of {j['time']['runs']} paired "
+                     f"rounds over it, sign test p = {tv['p_value']:.2g} <= {tv['level']:.2g}")
+    return f"benchmark {bench.name!r}: " + "; ".join(parts)
+
+
+def _events(d, where: str) -> dict:
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be an object of cachegrind events")
+    ev = {k: V.count(d.get(k), f"{where}.{k}") for k in counted.EVENTS}
+    if ev["Ir"] == 0 or counted.estimated_cycles(ev) <= 0:
+        raise InputError(f"{where}: counts no instructions")
+    return ev
+
+
+def _parse_counted(c, where: str) -> dict:
+    if not isinstance(c, dict):
+        raise InputError(f"{where} must be an object")
+    args = c.get("args")
+    if not isinstance(args, list) or len(args) > 1000:
+        raise InputError(f"{where}.args must be a list of strings")
+    out = {"args": [V.text(a, f"{where}.args[{i}]", limit=4096) for i, a in enumerate(args)],
+           "model": V.text(c.get("model"), f"{where}.model", limit=500)}
+    for k in ("concurrent",):
+        if not isinstance(c.get(k), bool):
+            raise InputError(f"{where}.{k} must be true or false")
+        out[k] = c[k]
+    if c.get("threads") not in ("allowed", "disabled"):
+        raise InputError(f"{where}.threads must be \"allowed\" or \"disabled\"")
+    out["threads"] = c["threads"]
+    sides = [c.get("off"), c.get("on")]
+    if not all(isinstance(s, list) and 0 < len(s) <= MAX_REPEATS for s in sides) or \
+            len(sides[0]) != len(sides[1]):
+        raise InputError(f"{where}: off and on must be lists of as many runs' counts")
+    for k, s in zip(("off", "on"), sides):
+        out[k] = [_events(e, f"{where}.{k}[{i}]") for i, e in enumerate(s)]
+    return out
 
 
 def parse_record(d, where: str):
-    """A measurement as measure() returns it, read back from a baseline or a
-    run directory (untrusted): None, or the record with every number
-    finite, counts in range and the per-round times consistent; else an
-    InputError naming `where` and the key."""
+    """An overhead record read back from a baseline or a run directory
+    (untrusted): None, or the record with its counts validated and every
+    figure derived from them again.  A record from before the counted
+    check (no "measure") loads with "counted" None and its CPU times as
+    the time record; its figures are kept, as it has no counts."""
     if d is None:
         return None
     if not isinstance(d, dict):
         raise InputError(f"{where} must be null or an object")
-    out = dict(d)
-    for k in OVERHEAD_NUMBERS:
-        out[k] = V.finite(d.get(k), f"{where}.{k}")
-    for k in OVERHEAD_COUNTS:
-        out[k] = V.count(d.get(k), f"{where}.{k}")
-    if not 0 <= out["p_value"] <= 1 or not 0 < out["level"] <= 1:
-        raise InputError(f"{where}: p_value and level must be probabilities")
-    if out["runs"] < 1 or out["above_budget"] > out["runs"]:
-        raise InputError(f"{where}: runs and above_budget are inconsistent")
-    if not isinstance(d.get("screened"), bool):
-        raise InputError(f"{where}.screened must be true or false")
-    out["method"] = V.text(d.get("method", ""), f"{where}.method", limit=500)
-    times = [d.get("on_s"), d.get("off_s")]
-    if times != [None, None]:
-        if not all(isinstance(t, list) and 0 < len(t) <= 1000 for t in times) or \
-                len(times[0]) != len(times[1]) or len(times[0]) != out["runs"]:
-            raise InputError(f"{where}: on_s and off_s must be lists of `runs` times")
-        for key, t in zip(("on_s", "off_s"), times):
-            out[key] = [V.finite(x, f"{where}.{key}[{i}]", lo=0, lo_open=True)
-                        for i, x in enumerate(t)]
-        out["first_rounds"] = V.count(d.get("first_rounds"), f"{where}.first_rounds")
-    return out
-
-
-def judge(measured: dict, threshold: float, basis: str, budget: float,
-          baseline: dict | None) -> dict:
-    """The verdict on a measurement against `threshold` (threshold_for).
-
-    Only a screened measurement can fail: its first rounds put the interval's
-    lower end above the threshold, and it then has at least the rounds fixed
-    in advance for its level (rounds_for_level), so P(false failure) <=
-    level.  When the per-round times are known they are re-tested against
-    this threshold, which may differ from the one the measurement screened
-    against (a judge reading a run directory)."""
-    m = dict(measured)
-    on, off = m.get("on_s"), m.get("off_s")
-    note = ""
-    if on and off and len(on) == len(off):
-        first = int(m.get("first_rounds") or len(on))
-        m["screened"] = paired_overhead_interval(on[:first], off[:first])[1] > threshold
-        m["p_value"], m["above_budget"] = overhead_sign_test(on, off, threshold)
-        if m["screened"] and len(on) < rounds_for_level(m["level"]):
-            m["screened"] = False
-            note = (f"over {threshold:.0%} in the first rounds, but too few rounds "
-                    f"({len(on)}) were timed to decide at level {m['level']:.2g}")
-    status = "regression" if m["screened"] and m["p_value"] <= m["level"] else "~"
-    return {**m, "budget": budget, "threshold": threshold, "basis": basis, "status": status,
-            "note": note, "baseline_estimate": (baseline or {}).get("estimate"),
-            "baseline_ci_high": (baseline or {}).get("ci_high")}
+    if d.get("measure") is None:
+        t = overhead_time.from_legacy(d, where)
+        return {"measure": "time", "counted": None, "time": t,
+                "estimate": V.finite(d.get("estimate"), f"{where}.estimate"),
+                "ci_low": V.finite(d.get("ci_low"), f"{where}.ci_low"),
+                "ci_high": V.finite(d.get("ci_high"), f"{where}.ci_high"),
+                "median_off_s": (t or {}).get("median_off_s"),
+                "median_on_s": (t or {}).get("median_on_s"),
+                "method": V.text(d.get("method", ""), f"{where}.method", limit=500)}
+    if d["measure"] != MEASURE:
+        raise InputError(f"{where}.measure must be {MEASURE!r}, not {d['measure']!r}")
+    c = _parse_counted(d.get("counted"), f"{where}.counted")
+    t = None if d.get("time") is None else overhead_time.parse(d["time"], f"{where}.time")
+    return _record(c, t)
 
 
 def nice_rate_below(rate: float, factor: float) -> float:
@@ -214,13 +286,13 @@ def nice_rate_below(rate: float, factor: float) -> float:
 
 
 def over_budget(measured: dict, bench) -> str | None:
-    """update-baselines' check of the absolute budget: a message naming the
-    measured overhead and a rate expected to meet the budget, or None.
-    Overhead grows in proportion to the samples, so to the rate."""
+    """update-baselines' check of the absolute budget on the counted
+    overhead: a message naming it and a rate expected to meet the budget,
+    or None.  Overhead grows in proportion to the samples, so to the rate."""
     if measured["ci_low"] <= bench.overhead_budget:
         return None
     rate = nice_rate_below(bench.rate, bench.overhead_budget / max(measured["estimate"], 1e-9))
     return (f"benchmark {bench.name!r}: profiling overhead {measured['estimate']:+.1%} "
-            f"[{measured['ci_low']:+.1%}, {measured['ci_high']:+.1%}] is over the budget "
-            f"{bench.overhead_budget:.0%} at rate {bench.rate:g}; rate = {rate:g} should "
-            f"meet it (overhead grows with the rate), or raise overhead_budget")
+            f"(estimated cycles) is over the budget {bench.overhead_budget:.0%} at rate "
+            f"{bench.rate:g}; rate = {rate:g} should meet it (overhead grows with the "
+            f"rate), or raise overhead_budget")

@@ -42,7 +42,7 @@ import urllib.parse
 
 from . import mdsafe
 from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p
-from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
+from .report import STATUS_CHECKS, headline, overhead_text, peak_lines, power_cell, preamble
 from .sites import frame_label
 from .stackgraph import NODE_ALPHA, graph_data
 
@@ -118,13 +118,7 @@ def _check_td(b, check) -> str:
 
 def _overhead_text(b) -> str:
     o = b.get("overhead")
-    if not isinstance(o, dict) or not all(isinstance(o.get(k), (int, float))
-                                           for k in ("estimate", "ci_low", "ci_high")):
-        return "-"
-    s = f"{o['estimate'] * 100:+.1f}% [{o['ci_low'] * 100:+.1f}%, {o['ci_high'] * 100:+.1f}%]"
-    if isinstance(o.get("threshold"), (int, float)):
-        s += f" vs {o['threshold'] * 100:+.1f}%"
-    return s
+    return overhead_text(o) if isinstance(o, dict) else "-"
 
 
 def _num(x):
@@ -220,7 +214,7 @@ def _bench_section(name, b, bi, src) -> str:
     out = [f'<section class="bench" id="bench-{bi}" data-name="{esc(name)}">',
            f'<h2>{esc(name)}</h2>',
            '<table class="status"><thead><tr><th>alloc sites</th><th>GC totals</th>'
-           '<th>live at exit</th><th>live at peak</th><th>overhead [95% CI]</th></tr></thead>'
+           '<th>live at exit</th><th>live at peak</th><th>overhead (est. cycles; time)</th></tr></thead>'
            f'<tbody><tr>{status_cells}<td>{esc(_overhead_text(b))}</td></tr></tbody></table>']
     renames = [r for r in _site_rows(b) if r.get("renamed_from")]
     for r in renames:
@@ -402,7 +396,7 @@ def render_html(report: dict, env=None) -> str:
                '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
                '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
                '<th data-t="s">live at peak</th><th data-t="s">detects (80% power)</th>'
-               '<th data-t="s">overhead [95% CI]</th></tr></thead><tbody>')
+               '<th data-t="s">overhead (est. cycles; time)</th></tr></thead><tbody>')
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
         cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")

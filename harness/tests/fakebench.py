@@ -3,6 +3,7 @@
 Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--work S] [--no-profile]
                    [--garbage] [--version V] [--count FILE]
                    [--slow-when-profiled S] [--slow-first-timed N FILE [--burst S]]
+                   [--profiled-cost FILE]
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
 "words": W, "live": fraction, optionally "peak": fraction live at the peak,
 at least "live"; with no "peak" anywhere the profile records none) and GC
@@ -11,6 +12,17 @@ runtime does and writes a version-1 profile whose per-stack samples are
 Poisson(rate * words) draws from an RNG seeded by the OCAMLMEMPROF seed, so
 runs are deterministic per seed.  Invariant: the written profile satisfies the
 identities of profile-format.md.
+
+Under valgrind (the overhead check's counted runs) it is a Python program
+like any other: the interpreter's instructions are counted, the same on
+every run given PYTHONHASHSEED (the test manifests set it), and the cost
+of profiling is what the profiled run does more: draw and write the
+profile.
+--profiled-cost FILE reads "N S" from FILE, if it exists, in each profiled
+run: N loop iterations more (a real cost of profiling, counted), and a
+child process that uses S seconds of CPU (a slow machine lined up with the
+profiled runs: their time grows, their count does not, as valgrind counts
+this process only), each stall logged as a line of FILE.stalls.
 """
 
 import json
@@ -74,6 +86,23 @@ def _items(setting):
     return items + [cur]
 
 
+SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {}: pass\n"
+
+
+def stall(seconds):
+    """A child process uses `seconds` of CPU; this one waits for it."""
+    pid = os.posix_spawn(sys.executable, [sys.executable, "-S", "-c", SPIN.format(seconds)],
+                         os.environ)
+    os.waitpid(pid, 0)
+
+
+def extra_work(n):
+    acc = 0
+    for i in range(n):
+        acc = (acc + i * i) % 1000003
+    return acc
+
+
 def main():
     args = sys.argv[1:]
     spec = json.load(open(args[0]))
@@ -105,6 +134,16 @@ def main():
             fh.write("run\n")
         if seen < first:
             spin(float(opts[opts.index("--burst") + 1]) if "--burst" in opts else 0.3)
+    if env and "--profiled-cost" in opts:
+        path = opts[opts.index("--profiled-cost") + 1]
+        if os.path.exists(path):
+            with open(path) as fh:
+                n, s = fh.read().split()
+            extra_work(int(n))
+            if float(s) > 0:
+                stall(float(s))
+                with open(path + ".stalls", "a") as fh:
+                    fh.write("stalled\n")
     if not env or "--no-profile" in opts:
         return
     cfg = dict(kv.split("=", 1) for kv in _items(env))
@@ -145,13 +184,17 @@ def main():
            "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames,
                                         **({"peak": "events"} if with_peak else {})},
            "gc": gc, "totals": totals, "stacks": stacks}
-    tmp = f"{out}.tmp.{os.getpid()}"
+    # Like the runtime: a name that is not a regular file (/dev/stdout) is
+    # written in place, anything else through a temporary file.
+    in_place = os.path.exists(out) and not os.path.isfile(out)
+    tmp = out if in_place else f"{out}.tmp.{os.getpid()}"
     with open(tmp, "w") as fh:
         if "--garbage" in opts:
             fh.write('{"format": "memprof-ci/profile", "version": 1, "stac')
         else:
             json.dump(doc, fh)
-    os.replace(tmp, out)
+    if not in_place:
+        os.replace(tmp, out)
 
 
 main()

@@ -1,81 +1,213 @@
-"""The overhead check judges changes: a pull request fails only when it made
-profiling significantly costlier than the baseline recorded, and the absolute
-budget is enforced when baselines are recorded.
+"""The overhead check judges counts, not time: a pull request fails only when
+it made profiling costlier in estimated cycles (cachegrind) than the
+baseline recorded, whatever the machine's load does to the timed runs.
 
-fakebench plays a program that uses `--work` seconds of CPU and `--slow-when-
-profiled` more when profiled, so its overhead (the check times CPU) is known
-by design.
+fakebench plays the benchmark under valgrind like any Python program (its
+interpreter's instructions are counted; PYTHONHASHSEED makes them the same
+on every run).  `--profiled-cost FILE` makes each profiled run do N more
+loop iterations (a real cost) and have a child process burn S seconds of
+CPU (a machine slow exactly when profiling is on: valgrind counts only the
+benchmark's own process), so both can be switched on between the baseline
+and the check without changing the benchmark's arguments.
 """
 
 import json
+import os
 import re
+import subprocess
 
-from harness_testlib import cli, project, spec_sites
+import pytest
+
+from harness_testlib import FAKE, PY, cli, spec_sites, write_json
 
 from memprof_ci import overhead
+from memprof_ci.errors import InputError
 
 
-def slow_project(tmp_path, extra_when_profiled):
-    return project(tmp_path, [{"name": "costly", "spec": {"sites": spec_sites([1e5])},
-                               "args": ["--work", "0.2", "--slow-when-profiled",
-                                        str(extra_when_profiled)]}],
-                   defaults={"overhead_runs": 5})
+def fake_project(tmp_path, budget=0.10, extra="", work=0.3):
+    """One fake benchmark whose profiled cost is read from tmp/cost.  Its
+    timed runs spend `work` seconds of CPU first (so that their times are
+    not all interpreter start-up); its counted runs (overhead_args) do not,
+    as a loop that runs until a time has passed counts differently on each
+    run."""
+    spec = write_json(tmp_path / "costly.spec.json", {"sites": spec_sites([1e5])})
+    args = ["-S", FAKE, spec, "--profiled-cost", str(tmp_path / "cost")]
+    (tmp_path / "benchmarks.toml").write_text(
+        "[defaults]\nrate = 1e-3\nseeds = [1, 2]\noverhead_runs = 3\n"
+        f"overhead_budget = {budget}\n{extra}\n"
+        "[[benchmark]]\nname = \"costly\"\n"
+        f"command = {json.dumps([PY, *args, '--work', str(work)])}\n"
+        f"overhead_args = {json.dumps(args)}\n"
+        "env = { PYTHONHASHSEED = \"0\" }\n")
 
 
-def test_unchanged_overhead_over_budget_passes_and_an_increase_fails(tmp_path):
-    slow_project(tmp_path, 0.1)            # about +50%, five times the 10% budget
-    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml")
+def set_cost(tmp_path, iterations, stall_s):
+    (tmp_path / "cost").write_text(f"{iterations} {stall_s}\n")
+
+
+def check(tmp_path, rep="rep"):
+    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
+            "--report-dir", rep, timeout=600)
+    doc = json.load(open(tmp_path / rep / "report.json"))
+    return r, doc["benchmarks"]["costly"]
+
+
+def update(tmp_path, *extra):
+    return cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", *extra,
+               timeout=600)
+
+
+def test_counts_repeat_exactly_and_stalled_profiled_runs_still_pass(tmp_path):
+    fake_project(tmp_path)
+    set_cost(tmp_path, 0, 0)
+    r = update(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
+    base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
+    assert base["measure"] == "cycles" and base["counted"]["threads"] == "disabled"
+    # Unchanged: the same counts, to the instruction and the miss, so the
+    # same figures, and no failure.
+    r, b = check(tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    o = b["overhead"]
+    assert o["counted"]["on"] == base["counted"]["on"]
+    assert o["counted"]["off"] == base["counted"]["off"]
+    assert o["estimate"] == base["estimate"] and o["basis"] == "baseline"
+    assert o["threshold"] == base["ci_high"] + 0.10
+    # Every profiled run now waits for 1 s of CPU burnt beside it (the
+    # timed ones three times slower): the count does not move.
+    set_cost(tmp_path, 0, 1.0)
+    r, b = check(tmp_path, "rep2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    o = b["overhead"]
+    stalls = (tmp_path / "cost.stalls").read_text().splitlines()
+    assert len(stalls) == o["time"]["runs"] + 1          # each timed "on" run, and the counted
+    assert o["status"] == "~" and o["counted"]["off"] == base["counted"]["off"]
+    assert abs(o["estimate"] - base["estimate"]) < 0.01
+    row = [x for x in open(tmp_path / "rep2" / "report.md").read().splitlines()
+           if x.startswith("| costly |")][0]
+    assert "cycles" in row and "time" in row and "❌" not in row
+
+
+def test_time_fails_the_check_only_when_the_manifest_asks(tmp_path):
+    """The stall of the test above, with overhead_time_fails: CPU time four
+    times the unprofiled run's in every round, so it fails on time."""
+    fake_project(tmp_path, extra="overhead_time_fails = true")
+    set_cost(tmp_path, 0, 0)
+    assert update(tmp_path).returncode == 0
+    set_cost(tmp_path, 0, 1.0)
+    r, b = check(tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "overhead_time_fails" in r.stdout and "sign test" in r.stdout
+    v = b["overhead"]["time"]["verdict"]
+    assert v["status"] == "regression" and b["overhead"]["time"]["runs"] == 7
+    assert b["overhead"]["ci_low"] <= b["overhead"]["threshold"]    # the count passes
+
+
+def test_a_real_extra_cost_of_profiling_fails(tmp_path):
+    fake_project(tmp_path)
+    set_cost(tmp_path, 0, 0)
+    assert update(tmp_path).returncode == 0
+    base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
+    # 300,000 iterations more per profiled run: far more than 10% of the
+    # unprofiled run's estimated cycles.
+    set_cost(tmp_path, 300_000, 0)
+    r, b = check(tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    o = b["overhead"]
+    assert o["status"] == "regression" and o["ci_low"] > base["ci_high"] + 0.10
+    assert o["counted"]["off"] == base["counted"]["off"]
+    assert "estimated cycles" in r.stdout and "plus the tolerance 10%" in r.stdout
+    row = [x for x in open(tmp_path / "rep" / "report.md").read().splitlines()
+           if x.startswith("| costly |")][0]
+    assert "❌" in row and "(baseline +" in row
+
+
+def test_old_timed_baseline_loads_and_is_judged_against_the_budget(tmp_path):
+    fake_project(tmp_path)
+    set_cost(tmp_path, 0, 0)
+    assert update(tmp_path, "--no-overhead").returncode == 0
+    p = tmp_path / "baselines" / "costly.json"
+    doc = json.load(open(p))
+    # A record as update-baselines wrote it before the counted check.
+    doc["overhead"] = {
+        "above_budget": 0, "ci_high": 0.09, "ci_low": 0.004, "confirmation_runs": 0,
+        "estimate": 0.023, "first_rounds": 5, "level": 0.01, "median_off_s": 0.225,
+        "median_on_s": 0.231, "method": "CPU time (user + system)",
+        "off_s": [0.224, 0.224, 0.225, 0.226, 0.228],
+        "on_s": [0.233, 0.244, 0.230, 0.231, 0.229], "p_value": 1.0, "runs": 5,
+        "screened": False, "threshold": 0.1, "wall_estimate": 0.024}
+    p.write_text(json.dumps(doc))
+    r, b = check(tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert b["overhead"]["basis"] == "budget" and b["overhead"]["threshold"] == 0.10
+    assert any("records only a timed overhead" in n for n in b["notes"]), b["notes"]
+    # Over the budget, the same baseline fails, naming the budget.
+    set_cost(tmp_path, 300_000, 0)
+    r, b = check(tmp_path, "rep2")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "the budget 10%" in r.stdout
+
+
+def test_update_warns_over_budget_and_suggests_a_rate(tmp_path):
+    fake_project(tmp_path)
+    set_cost(tmp_path, 300_000, 0)
+    r = update(tmp_path, "--strict")
+    assert r.returncode == 2 and "(--strict)" in r.stderr, r.stdout + r.stderr
     warn = [x for x in r.stderr.splitlines() if "over the budget 10%" in x]
     assert len(warn) == 1, r.stderr
     base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
-    assert len(base["on_s"]) == len(base["off_s"]) == base["runs"]
-    # The suggested rate scales the rate by budget / overhead, rounded down.
+    assert base["estimate"] > 0.10
     suggested = float(re.search(r"rate = (\S+) should meet it", warn[0]).group(1))
     assert suggested == overhead.nice_rate_below(1e-3, 0.10 / base["estimate"])
-    # Unchanged code: over the budget, but not over its own baseline.
-    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
-            "--report-dir", "rep")
-    r2 = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead")
-    assert r.returncode == 0, r.stdout + r.stderr
-    o = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["costly"]["overhead"]
-    assert o["basis"] == "baseline" and o["status"] == "~"
-    assert o["threshold"] == base["ci_high"] + 0.10
-    assert r2.returncode == 0, r2.stdout + r2.stderr
-    # The change makes profiling four times as costly: fails, naming why.
-    slow_project(tmp_path, 0.4)
-    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
-            "--report-dir", "rep")
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert "plus the tolerance 10%" in r.stdout and "the baseline's" in r.stdout
-    md = open(tmp_path / "rep" / "report.md").read()
-    row = [x for x in md.splitlines() if x.startswith("| costly |")][0]
-    assert "❌" in row.split("|")[-2] and "(baseline up to" in row
 
 
-def test_strict_update_makes_over_budget_an_error(tmp_path):
-    slow_project(tmp_path, 0.1)
-    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--strict")
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "over the budget 10%" in r.stderr and "(--strict)" in r.stderr
+def test_judge_reads_the_range_of_a_concurrent_benchmark():
+    """Three runs per side: fails only when the lowest pairing is over."""
+    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+
+    def runs(*irs):
+        return [dict(ev, Ir=n) for n in irs]
+    rec = overhead.parse_record({"measure": "cycles", "time": None, "counted": {
+        "args": ["1"], "model": overhead.counted.MODEL, "concurrent": True,
+        "threads": "allowed", "off": runs(100, 104, 102), "on": runs(120, 130, 125)}}, "x")
+    assert rec["estimate"] == pytest.approx(125 / 102 - 1)
+    assert rec["ci_low"] == pytest.approx(120 / 104 - 1)
+    assert rec["ci_high"] == pytest.approx(130 / 100 - 1)
+
+    class B:
+        name, overhead_budget, overhead_tolerance = "c", 0.10, 0.10
+        overhead_time_fails, alpha = False, 0.01
+    assert overhead.judge(rec, B, 0.16, "budget", "", None, 0.01)["status"] == "~"
+    assert overhead.judge(rec, B, 0.15, "budget", "", None, 0.01)["status"] == "regression"
 
 
-def test_judge_retests_stored_rounds_against_its_threshold():
-    # Five rounds all about +30%: screened against a 10% threshold and
-    # significant with enough rounds; never over a 60% threshold.
-    m = {"estimate": 0.3, "ci_low": 0.28, "ci_high": 0.32, "runs": 8, "level": 0.005,
-         "screened": False, "p_value": 1.0, "above_budget": 0, "first_rounds": 5,
-         "on_s": [1.3] * 8, "off_s": [1.0] * 8}
-    j = overhead.judge(m, 0.10, "budget", 0.10, None)
-    assert j["status"] == "regression" and j["above_budget"] == 8 and j["p_value"] == 2 ** -8
-    assert overhead.judge(m, 0.60, "baseline", 0.10, {"ci_high": 0.5})["status"] == "~"
-    # Too few rounds for the level: cannot fail, says why.
-    short = dict(m, runs=5, on_s=[1.3] * 5, off_s=[1.0] * 5)
-    j = overhead.judge(short, 0.10, "budget", 0.10, None)
-    assert j["status"] == "~" and "too few rounds" in j["note"]
+def test_a_record_cannot_state_a_figure_its_counts_do_not_give():
+    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+    d = {"measure": "cycles", "time": None, "estimate": -0.5, "ci_low": -0.5, "ci_high": -0.5,
+         "counted": {"args": [], "model": "m", "concurrent": False, "threads": "disabled",
+                     "off": [dict(ev, Ir=1000)], "on": [dict(ev, Ir=1500)]}}
+    rec = overhead.parse_record(d, "x")
+    assert rec["estimate"] == rec["ci_low"] == rec["ci_high"] == 0.5
+    with pytest.raises(InputError, match=r"x\.counted\.on\[0\]\.Ir"):
+        overhead.parse_record(dict(d, counted=dict(d["counted"], on=[dict(ev, Ir=-3)])), "x")
 
 
 def test_nice_rate_below():
     assert overhead.nice_rate_below(1e-4, 0.10 / 0.5) == 2e-5
     assert overhead.nice_rate_below(1e-4, 0.10 / 0.12) == 5e-5
     assert overhead.nice_rate_below(1e-3, 0.9) == 5e-4
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_nothreads_refuses_threads_and_allows_processes(filtered):
+    prog = ("import threading, os\n"
+            "try:\n    threading.Thread(target=lambda: None).start(); print('thread')\n"
+            "except RuntimeError:\n    print('no thread')\n"
+            "pid = os.fork()\nif pid == 0:\n    os._exit(7)\n"
+            "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
+    cmd = [PY, "-S", "-c", prog]
+    if filtered:
+        cmd = [PY, "-S", "-E", overhead.counted.NOTHREADS, *cmd]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["no thread" if filtered else "thread", "child 7"]
