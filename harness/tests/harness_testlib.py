@@ -98,7 +98,11 @@ def write_manifest(d, benches, defaults=None):
             b["command"] = [PY, FAKE, sp] + b.pop("args", [])
         lines.append("[[benchmark]]")
         for k, v in b.items():
-            lines.append(f"{k} = {json.dumps(v)}")
+            if isinstance(v, dict):     # a TOML inline table of strings
+                v = "{ " + ", ".join(f"{a} = {json.dumps(x)}" for a, x in v.items()) + " }"
+                lines.append(f"{k} = {v}")
+            else:
+                lines.append(f"{k} = {json.dumps(v)}")
     path = os.path.join(d, "benchmarks.toml")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -10,8 +10,8 @@ import subprocess
 import time
 
 import pytest
-from harness_testlib import (BASE_WORDS, HARNESS, PY, bump, check, cli, make_profile, no_traceback, project,
-                             run_many, spec_sites, update, write_json)
+from harness_testlib import (BASE_WORDS, FAKE, HARNESS, PY, bump, check, cli, make_profile,
+                             no_traceback, project, run_many, spec_sites, update, write_json)
 
 def test_clean_then_regression_reports_exactly_that_site(tmp_path):
     cnt = str(tmp_path / "count.txt")
@@ -295,59 +295,69 @@ def test_update_is_atomic_and_locked(tmp_path):
 
 
 def test_overhead_check(tmp_path):
+    """Two benchmarks: "cheap" judged on its count against its baseline;
+    "slow", whose time is judged too, spends 0.3 s more CPU when profiled
+    (not in its counted runs, whose arguments leave the spinning out)."""
+    env = {"PYTHONHASHSEED": "0"}
     project(tmp_path, [
-        # 0.2 s of CPU work keeps the paired ratios close to 1; "slow"
-        # spends 0.3 s more CPU when profiled.
-        {"name": "cheap", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 5.0,
+        {"name": "cheap", "spec": {"sites": spec_sites([1e5])}, "env": env,
+         "overhead_args": [FAKE, str(tmp_path / "cheap.spec.json")],
          "args": ["--work", "0.2"]},
-        {"name": "slow", "spec": {"sites": spec_sites([1e5])},
+        {"name": "slow", "spec": {"sites": spec_sites([1e5])}, "env": env,
+         "overhead_time_fails": True,
+         "overhead_args": [FAKE, str(tmp_path / "slow.spec.json")],
          "args": ["--work", "0.2", "--slow-when-profiled", "0.3"]}],
         defaults={"overhead_runs": 3})
     env_patch = {"MEMPROF_CI_PATCH_ID": "patch-abc"}
     r = subprocess.run([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
                         "benchmarks.toml", "-k", "cheap"], cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=HARNESS, **env_patch),
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     b = json.load(open(tmp_path / "baselines" / "cheap.json"))
-    assert b["patch_id"] == "patch-abc" and b["overhead"]["runs"] == 3
+    assert b["patch_id"] == "patch-abc" and b["overhead"]["time"]["runs"] == 3
+    assert b["overhead"]["counted"]["args"] == [FAKE, str(tmp_path / "cheap.spec.json")]
     r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
-            "--report-dir", "rep")
+            "--report-dir", "rep", timeout=600)
     assert r.returncode == 1, r.stdout + r.stderr
     rep = json.load(open(tmp_path / "rep" / "report.json"))
     assert rep["benchmarks"]["slow"]["checks"]["overhead"]["outcome"] == "failed"
     assert rep["benchmarks"]["cheap"]["checks"]["overhead"]["outcome"] == "passed"
-    assert rep["benchmarks"]["cheap"]["overhead"]["baseline_estimate"] is not None
-    assert rep["benchmarks"]["slow"]["overhead"]["ci_low"] > 0.1
-    # Two overhead checks at alpha 0.01: a verdict needs p <= 0.005, so the
-    # three rounds that all found "slow" over budget were confirmed by five
-    # more (2^-8 <= 0.005 < 2^-7), all over budget too.
-    slow = rep["benchmarks"]["slow"]["overhead"]
-    assert (slow["runs"], slow["confirmation_runs"], slow["above_budget"]) == (8, 5, 8)
-    assert slow["p_value"] == 2 ** -8 and slow["level"] == 0.005
-    assert slow["basis"] == "budget" and rep["benchmarks"]["cheap"]["overhead"]["basis"] == \
-        "baseline"
+    cheap, slow = (rep["benchmarks"][n]["overhead"] for n in ("cheap", "slow"))
+    assert cheap["counted"] == b["overhead"]["counted"] and cheap["basis"] == "baseline"
+    # "slow" fails on time alone: its count passes the budget.  Two overhead
+    # checks at alpha 0.01: a time verdict needs p <= 0.005, so the three
+    # rounds that all found it over budget were confirmed by five more
+    # (2^-8 <= 0.005 < 2^-7), all over budget too.
+    assert slow["basis"] == "budget" and slow["ci_low"] <= 0.10
+    v = slow["time"]["verdict"]
+    assert (slow["time"]["runs"], v["above"]) == (8, 8)
+    assert v["p_value"] == 2 ** -8 and v["level"] == 0.005 and v["status"] == "regression"
 
 
 def test_overhead_burst_is_outlasted_by_confirmation_rounds(tmp_path):
-    """A benchmark slow with profiling only in the first three timed runs
-    (a burst of load) is over budget in every first round, and passes once
-    the confirmation rounds, which it was not slow in, are counted."""
+    """A benchmark whose time is judged, slow with profiling only in the
+    first three timed runs (a burst of load), is over budget in every first
+    round, and passes once the confirmation rounds, which it was not slow
+    in, are counted."""
     counter = tmp_path / "timed-runs"
     project(tmp_path, [
         # 0.3 s of CPU work keeps the ordinary rounds' ratios far from 1.5;
         # the burst adds 0.6 s of CPU (ratio about 3).
         {"name": "bursty", "spec": {"sites": spec_sites([1e5])}, "overhead_budget": 0.5,
+         "overhead_time_fails": True, "env": {"PYTHONHASHSEED": "0"},
+         "overhead_args": [FAKE, str(tmp_path / "bursty.spec.json")],
          "args": ["--work", "0.3", "--slow-first-timed", "3", str(counter),
                   "--burst", "0.6"]}],
         defaults={"overhead_runs": 3})
     update(tmp_path)
     r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "-m", "overhead",
-            "--report-dir", "rep")
+            "--report-dir", "rep", timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     o = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["bursty"]["overhead"]
-    assert o["runs"] == 7 and o["confirmation_runs"] == 4   # 2^-7 <= 0.01 < 2^-6
-    assert o["above_budget"] == 3 and o["status"] == "~" and o["p_value"] > 0.01
+    v = o["time"]["verdict"]
+    assert o["time"]["runs"] == 7                            # 2^-7 <= 0.01 < 2^-6
+    assert v["above"] == 3 and v["status"] == "~" and v["p_value"] > 0.01
     assert len(counter.read_text().splitlines()) == 7
 
 

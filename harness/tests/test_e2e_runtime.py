@@ -132,3 +132,23 @@ def test_overhead_runs_write_a_new_profile_each_in_a_literal_directory(tmp_path)
     assert written == sorted(f"p.{pid}.json" for pid in pids)
     for name in written:
         assert json.loads((work / name).read_text())["config"]["rate"] == 1e-3
+
+
+@pytest.mark.needs_runtime
+def test_counted_overhead_repeats_to_the_count_with_the_runtime(tmp_path):
+    """The runtime sorts the profile on a second thread at exit, and valgrind
+    runs threads in an order the machine's timing decides; with thread
+    creation refused (nothreads.py) the runtime sorts on the main thread,
+    and three counts of the same program agree to the instruction and the
+    simulated miss."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    from memprof_ci import overhead
+    from memprof_ci.manifest import load_manifest
+    build(str(tmp_path), "alloc_base.ml")
+    (tmp_path / "benchmarks.toml").write_text(MANIFEST)
+    bench = load_manifest(str(tmp_path / "benchmarks.toml")).benchmarks[0]
+    runs = [overhead.count_sides(bench) for _ in range(3)]
+    assert runs[0]["threads"] == "disabled"
+    assert runs[1] == runs[0] and runs[2] == runs[0]
+    assert overhead.figures(runs[0])["estimate"] > 0

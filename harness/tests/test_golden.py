@@ -18,7 +18,7 @@ import os
 import pytest
 
 from harness_testlib import HERE
-from memprof_ci import verdict
+from memprof_ci import overhead, verdict
 from memprof_ci.report import render_markdown, render_terminal
 from memprof_ci.report_doc import new_report, to_json
 
@@ -45,6 +45,23 @@ def bench(name, base: dict, cur: dict, e=3e-4):
                        for c in ("alloc_sites", "live", "gc_totals")}}
 
 
+def fixed_overhead() -> dict:
+    """A judged overhead record: counted once per side, CPU time steady,
+    wall time in two speeds (noisy)."""
+    ev = {"Ir": 74_372_475, "I1mr": 3347, "ILmr": 2539, "Dr": 18_438_216, "D1mr": 713_208,
+          "DLmr": 3183, "Dw": 12_971_148, "D1mw": 810_488, "DLmw": 45_338}
+    on = dict(ev, Ir=75_712_068, I1mr=6301, D1mr=764_941)
+    rec = overhead.parse_record({"measure": "cycles", "counted": {
+        "args": ["260"], "model": "m", "concurrent": False, "threads": "disabled",
+        "off": [ev], "on": [on]}, "time": {
+        "runs": 5, "first_rounds": 5,
+        "cpu_off_s": [0.30, 0.31, 0.30, 0.32, 0.30], "cpu_on_s": [0.31, 0.32, 0.31, 0.33, 0.31],
+        "wall_off_s": [0.51, 0.29, 0.50, 0.28, 0.30], "wall_on_s": [0.29, 0.52, 0.29, 0.28, 0.51]}},
+        "overhead")
+    return {**rec, "threshold": 0.12, "basis": "baseline", "budget": 0.10, "status": "~",
+            "note": "", "baseline_estimate": 0.02, "baseline_ci_high": 0.02}
+
+
 def fixed_report() -> dict:
     rep = new_report("compare")
     base = dict([site("Main.grow", 20000), site("Main.shrink", 10000), site("Main.steady", 30000),
@@ -54,9 +71,7 @@ def fixed_report() -> dict:
     rep["benchmarks"]["changed"] = bench("changed", base, cur)
     same = dict([site("Quiet.a", 1000), site("Quiet.b", 500)])
     rep["benchmarks"]["identical"] = bench("identical", same, same)
-    rep["benchmarks"]["identical"]["overhead"] = {
-        "estimate": 0.021, "ci_low": -0.01, "ci_high": 0.05, "p_value": 0.5, "runs": 5,
-        "threshold": 0.10, "basis": "budget"}
+    rep["benchmarks"]["identical"]["overhead"] = fixed_overhead()
     verdict.decide(rep)
     return rep
 
@@ -104,15 +119,16 @@ def test_identical_comparison_prints_headline_and_status_table_only():
     rep = fixed_report()
     del rep["benchmarks"]["changed"]
     verdict.decide(rep)
+    cell = ("+1.37% cycles (+1.80% instr.) vs +12.00% (baseline +2.00% + tolerance); "
+            "time CPU +3.3% [+3.1%, +3.3%], wall noisy (pairs -43% to +79%)")
     assert render_terminal(rep).splitlines() == [
         "memprof-ci: no regression in 1 benchmark(s)",
         "",
         "benchmark  alloc_sites  gc_totals  live  peak  detects       overhead",
-        "---------  -----------  ---------  ----  ----  ------------  " + "-" * 49,
+        "---------  -----------  ---------  ----  ----  ------------  " + "-" * len(cell),
         # The family is this benchmark's sites alone now: a higher level
         # per test than in the golden report, so a smaller MDE.
-        "identical  ok           ok         ok    -     16.7%..24.6%  "
-        "+2.1% [-1.0%, +5.0%] p=0.5 n=5 vs +10.0% (budget)"]
+        "identical  ok           ok         ok    -     16.7%..24.6%  " + cell]
 
 
 def test_verbose_lists_every_site_of_every_benchmark():

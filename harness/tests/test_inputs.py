@@ -137,6 +137,15 @@ def _manifest(tmp_path, text):
     ('bench = 1\n', "unknown top-level key"),
     ('[[benchmark]\n', "not valid TOML"),
     ('[defaults]\nrate=1e-4\n', "no [[benchmark]]"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\noverhead_args="1"\n',
+     "`overhead_args` must be a list of strings"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\noverhead_args=[1]\n',
+     "`overhead_args` must be a list of strings"),
+    ('[defaults]\noverhead_args=["1"]\n[[benchmark]]\nname="a"\ncommand=["x"]\n',
+     "unknown key `overhead_args`"),
+    ('[[benchmark]]\nname="a"\ncommand=["x"]\nconcurrent=1\n', "`concurrent` must be true"),
+    ('[defaults]\noverhead_time_fails="yes"\n[[benchmark]]\nname="a"\ncommand=["x"]\n',
+     "`overhead_time_fails` must be true"),
 ])
 def test_manifest_errors(tmp_path, text, msg):
     with pytest.raises(ConfigError, match=msg.replace("[", r"\[")) as e:
@@ -154,6 +163,19 @@ def test_manifest_defaults_and_paths(tmp_path):
     assert b.cwd == str(tmp_path / "sub") and b.rate == 1e-3 and b.seeds == [4, 5]
     assert b.frames == 8 and b.alpha == 0.01 and b.min_effect == 0.05 and b.grouping == "function"
     assert b.overhead_budget == 0.10 and b.gc_tolerance == 0.01 and b.gc_timing_tolerance == 0.10 and b.min_share == 0.005
+    assert b.overhead_args is None and not b.concurrent and not b.overhead_time_fails
+
+
+def test_manifest_overhead_keys(tmp_path):
+    """overhead_args resolves like the command's arguments; concurrent and
+    overhead_time_fails take defaults and per-benchmark values."""
+    m = load_manifest(_manifest(tmp_path, (
+        '[defaults]\nconcurrent = true\noverhead_time_fails = true\n'
+        '[[benchmark]]\nname = "a"\ncommand = ["./a.exe", "100"]\n'
+        'overhead_args = ["./in.txt", "2"]\nconcurrent = false\n')))
+    b = m.benchmarks[0]
+    assert b.overhead_args == [str(tmp_path / "in.txt"), "2"]
+    assert not b.concurrent and b.overhead_time_fails
 
 
 def test_shards_partition():
