@@ -27,9 +27,6 @@ BOOT_SEED = 20240501
 BOOT_RESAMPLES = 4000
 CI_METHOD = (f"95% percentile bootstrap of median(on)/median(off)-1, unpaired "
              f"resampling of per-run times, {BOOT_RESAMPLES} resamples, RNG seed {BOOT_SEED}")
-# Benchmarks with several domains or systhreads: valgrind serialises their
-# threads, so their instruction counts vary from run to run (repeated, marked).
-CONCURRENT = {"domains", "systhreads"}
 
 # Targets of the study (the verdicts are computed, only the thresholds live here).
 TARGET_MEDIAN_1E4 = 0.01       # median over benchmarks of the C overhead at 1e-4

@@ -6,9 +6,14 @@ tracker at 1e-4, stock binary) and, for the per-sample instruction cost,
 four more at `cost_scale` (C tracker off and at 1e-2, OCaml tracker off and
 at 1e-2), then forms the ratios C/off and patched/stock and the per-sample
 costs.
-Invariants: counts are deterministic except for the CONCURRENT benchmarks,
+Each run is memprof_ci.counted.count (the harness's overhead check counts
+the same way, with its cache simulation on), under callgrind without cache
+simulation, with valgrind's fair scheduling for a benchmark the manifest
+marks `concurrent`.
+Invariants: counts are deterministic except for the concurrent benchmarks,
 which are run `repeats` times per config and get a [min, max] range of
-their ratios; runs go in parallel (`jobs` at a time); a run that fails,
+their ratios (and, at exit, where the runtime's profile-sorting thread
+meets the main thread: a few hundred instructions); runs go in parallel (`jobs` at a time); a run that fails,
 times out or writes no profile becomes an entry in that benchmark's
 `errors` (a config with no successful run has median None), not an
 exception, so one broken benchmark does not lose the others' counts.
@@ -22,15 +27,13 @@ import re
 import shlex
 import shutil
 import statistics
-import subprocess
 import time
 
+from memprof_ci import counted
 from memprof_ci.manifest import Benchmark
 
-from .common import CALLGRIND_RATE, CONCURRENT, COST_RATE, SEED, log
+from .common import CALLGRIND_RATE, COST_RATE, SEED, log
 from .programs import OCAML_LINE, base_env, c_profile_samples, variant_exes
-
-COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def scaled_argv(argv: list[str], scale: float) -> tuple[list[str], str | None]:
@@ -44,28 +47,22 @@ def scaled_argv(argv: list[str], scale: float) -> tuple[list[str], str | None]:
 def callgrind_once(job: dict) -> dict:
     """One valgrind run: the job with `instructions` (and `samples` for a
     profiled run) added, or with `error`."""
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-           *(["--fair-sched=yes"] if job["concurrent"] else []), *job["argv"]]
     env = dict(job["env"])
     env.update(job["extra_env"])
     t = time.monotonic()
     try:
-        r = subprocess.run(cmd, cwd=job["cwd"], env=env, stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=job["timeout"])
-    except subprocess.TimeoutExpired:
-        return {**job, "error": f"timed out after {job['timeout']:g}s"}
-    m = COLLECTED.search(r.stderr)
-    if r.returncode != 0 or not m:
-        tail = r.stderr.strip().replace("\n", " | ")[-300:]
-        return {**job, "error": f"valgrind status {r.returncode}: {tail}"}
+        r = counted.count(job["argv"], env, job["cwd"], job["timeout"], tool="callgrind",
+                          cache_sim=False, fair_sched=job["concurrent"])
+    except counted.CountError as e:
+        return {**job, "error": str(e)}
     if job["profile"] and not os.path.isfile(job["profile"]):
         return {**job, "error": "OCAMLMEMPROF set but no profile written (not a patched "
                                 "binary? run `make runtime benchmarks`)"}
-    res = {**job, "instructions": int(m.group(1)), "wall_s": time.monotonic() - t}
+    res = {**job, "instructions": r["events"]["Ir"], "wall_s": time.monotonic() - t}
     if job["profile"]:
         res["samples"] = c_profile_samples(job["profile"])
     if job["ocaml_tracker"]:
-        m = OCAML_LINE.search(r.stderr)
+        m = OCAML_LINE.search(r["stderr"])
         if not m:
             return {**job, "error": "no ocaml-tracker summary line on stderr"}
         res["samples"] = int(m.group(1))
@@ -86,7 +83,7 @@ def _jobs(b: Benchmark, stock_dir: str, scale: float, cost_scale: float, repeats
         if os.path.exists(path):
             shutil.copy2(path, dst)
         exes[kind] = dst
-    conc = b.name in CONCURRENT
+    conc = b.concurrent
     reps = repeats if conc else 1
     configs = [("off", "patched", None, scale), ("c_1e-4", "patched", CALLGRIND_RATE, scale),
                ("stock", "stock", None, scale)]
@@ -133,7 +130,8 @@ def _entry(name: str, mine: list[dict], scale: float, cost_scale: float,
            with_cost: bool) -> dict:
     """One benchmark's counts per config, ratios and per-sample costs."""
     entry = {"scale": scale, "cost_scale": cost_scale if with_cost else None,
-             "concurrent": name in CONCURRENT, "configs": {}, "errors": []}
+             "concurrent": any(d.get("concurrent") for d in mine), "configs": {},
+             "errors": []}
     for config in dict.fromkeys(d["config"] for d in mine):
         rs = [d for d in mine if d["config"] == config]
         errs = [d["error"] for d in rs if "error" in d]

@@ -91,7 +91,7 @@ def _callgrind(names, repeated):
     for i, n in enumerate(names):
         reps = 3 if n in repeated else 1
         done = [{"bench": n, "config": cfg, "rep": r, "argv": [f"/x/{n}.exe", "10"],
-                 "size": "10", "extra_env": {},
+                 "size": "10", "extra_env": {}, "concurrent": n in repeated,
                  "instructions": (ir + r) * 10 ** 6 + i,
                  **({"samples": samples[cfg] * 1000} if cfg in samples else {})}
                 for cfg, ir in counts.items() for r in range(reps)]
