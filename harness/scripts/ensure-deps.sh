@@ -5,7 +5,7 @@
 #   build   C toolchain (gcc, make, patch) and npm, for `make runtime`
 #   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema,
 #           and cmark-gfm (the report tests render Markdown with it)
-#   bench   hyperfine and jq, for overhead timing
+#   bench   valgrind, hyperfine and jq: the overhead check's counts and timing
 #   lint    shellcheck, yamllint, valgrind, clang with libFuzzer's runtime,
 #           and Debian's chromium with python3-websocket (the report.html
 #           tests drive headless Chromium over the DevTools protocol)
@@ -41,7 +41,7 @@ check() {
              need_cmd npm npm ;;
       python) need_py pytest python3-pytest; need_py scipy python3-scipy
               need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
-      bench) need_cmd hyperfine hyperfine; need_cmd jq jq ;;
+      bench) need_cmd valgrind valgrind; need_cmd hyperfine hyperfine; need_cmd jq jq ;;
       lint) need_cmd shellcheck shellcheck; need_cmd yamllint yamllint; need_cmd clang clang
             need_fuzzer_rt; need_cmd valgrind valgrind; need_cmd chromium chromium
             need_py websocket python3-websocket ;;

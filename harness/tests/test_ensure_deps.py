@@ -35,7 +35,7 @@ case " $* " in
       echo "some trailing chatter"
       exit 100
     fi
-    for p in hyperfine jq; do printf '#!/bin/bash\n' >"$FAKE_DIR/$p"; chmod +x "$FAKE_DIR/$p"; done ;;
+    for p in valgrind hyperfine jq; do printf '#!/bin/bash\n' >"$FAKE_DIR/$p"; chmod +x "$FAKE_DIR/$p"; done ;;
 esac
 exit 0
 """
@@ -63,7 +63,7 @@ def test_failed_install_prints_apts_last_error_line(tmp_path):
     assert r.returncode == 2
     assert f"ensure-deps: apt-get failed: {err}\n" in r.stderr
     assert "first error" not in r.stderr
-    assert "run 'sudo apt-get install -y hyperfine'" in r.stderr
+    assert "run 'sudo apt-get install -y valgrind'" in r.stderr
     assert len(log) == 2 and "update" in log[0] and "install" in log[1]
     assert all("-o DPkg::Lock::Timeout=7 " in line for line in log), log
 
@@ -72,6 +72,7 @@ def test_update_waits_for_the_lists_lock(tmp_path):
     r, log = run_script(tmp_path, UPDATE_LOCKED="2", MEMPROF_CI_APT_LOCK_WAIT="60")
     assert r.returncode == 0, r.stderr
     assert [x.split()[-2] for x in log] == ["update", "update", "update", "hyperfine"]
+    assert log[3].split()[-3:] == ["valgrind", "hyperfine", "jq"]
     assert "apt-get failed" not in r.stderr
 
 
@@ -83,7 +84,7 @@ def test_lock_wait_is_bounded_and_the_reason_printed(tmp_path):
 
 
 def test_default_lock_wait_is_300_seconds(tmp_path):
-    err = "E: Unable to locate package hyperfine"
+    err = "E: Unable to locate package valgrind"
     r, log = run_script(tmp_path, INSTALL_ERROR=err, MEMPROF_CI_APT_LOCK_WAIT="soon")
     assert f"apt-get failed: {err}\n" in r.stderr
     assert all("-o DPkg::Lock::Timeout=300 " in line for line in log), log
