@@ -96,7 +96,8 @@ def stacks_document(agg: Aggregate) -> dict:
 
 
 def dumps(doc: dict) -> str:
-    """Sorted, indented JSON with one line per site (and per GC run)."""
+    """Sorted, indented JSON with one line per site (and per GC run, and per
+    key of the overhead record)."""
     def one(v):
         return json.dumps(v, sort_keys=True, ensure_ascii=False)
     parts = []
@@ -118,6 +119,8 @@ def dumps(doc: dict) -> str:
         elif k == "gc_runs" and v:
             inner = ",\n".join(f"    {one(r)}" for r in v)
             parts.append(f"  {one(k)}: [\n{inner}\n  ]")
+        elif k == "overhead" and isinstance(v, dict):
+            parts.append(f"  {one(k)}: " + _nested(v, 2, one))
         else:
             text = json.dumps(v, sort_keys=True, indent=2, ensure_ascii=False)
             parts.append(f"  {one(k)}: " + text.replace("\n", "\n  "))
@@ -144,6 +147,13 @@ def _plan(plan, rate: float, seeds: list) -> dict | None:
     if out["rate"] != rate or out["seeds"] != list(seeds):
         raise InputError("config.plan does not match config.rate and config.seeds")
     return dict(plan, **out)
+def _nested(d: dict, indent: int, one) -> str:
+    """An object with one line per key, and objects in it likewise: an
+    overhead record whose counts and times each sit on their own line."""
+    pad = " " * (indent + 2)
+    body = ",\n".join(f"{pad}{one(k)}: " + (_nested(v, indent + 2, one) if isinstance(v, dict)
+                                             else one(v)) for k, v in sorted(d.items()))
+    return "{\n" + body + "\n" + " " * indent + "}" if d else "{}"
 
 
 def is_baseline_doc(doc) -> bool:
