@@ -3,7 +3,8 @@
 Rendered from the same decided report dictionary as report.md and
 report.json (report_doc.py), plus the per-benchmark "stacks" entry of
 stackgraph.py.  Per benchmark: the status
-row and overhead with its interval, a sortable site table, icicle graphs of
+row and overhead (report.overhead_text: the counted estimate, and time
+with its spread), a sortable site table, icicle graphs of
 sampled bytes by call stack for the baseline and the current run, a
 differential icicle coloured by relative change where a node's change is
 significant (exact two-sided test, Holm over the benchmark's nodes; grey

@@ -211,3 +211,47 @@ def test_nothreads_refuses_threads_and_allows_processes(filtered):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["no thread" if filtered else "thread", "child 7"]
+
+
+def test_a_run_directory_is_judged_from_its_counts(tmp_path):
+    """`profile` keeps the counts in run.json; `check --from-run` derives
+    every figure from them again, so an edited estimate changes nothing."""
+    fake_project(tmp_path)
+    set_cost(tmp_path, 0, 0)
+    assert update(tmp_path).returncode == 0
+    base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
+    r = cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run", timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    p = tmp_path / "run" / "run.json"
+    doc = json.load(open(p))
+    assert doc["benchmarks"]["costly"]["overhead"]["counted"]["on"] == base["counted"]["on"]
+    doc["benchmarks"]["costly"]["overhead"].update(estimate=-0.5, ci_low=-0.5, ci_high=-0.5)
+    p.write_text(json.dumps(doc))
+    r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
+            "-m", "overhead", "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    o = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["costly"]["overhead"]
+    assert o["estimate"] == base["estimate"] and o["basis"] == "baseline"
+
+
+def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
+    """The pairs of a machine slowed down in phases lined up with one side
+    (two speeds, 0.28 s and 0.50 s): their median ratio would read as a
+    precise -39%; the report shows the range of the pairs instead."""
+    from memprof_ci import overhead_time
+    from memprof_ci.report import overhead_text
+    off = [0.51, 0.51, 0.29, 0.50, 0.28, 0.30, 0.50]
+    on = [0.30, 0.29, 0.52, 0.29, 0.28, 0.30, 0.29]
+    t = overhead_time.with_summary({"runs": 7, "first_rounds": 7, "cpu_on_s": on,
+                                    "cpu_off_s": off, "wall_on_s": on, "wall_off_s": off})
+    assert t["noisy"] and "off runs 0.28-0.51 s" in t["cpu"]["noise"]
+    text = overhead_text({"estimate": 0.02, "ci_low": 0.02, "ci_high": 0.02, "time": t})
+    assert "CPU noisy (pairs -43% to +79%)" in text
+    assert f"{t['cpu']['estimate']:+.1%}" not in text
+    steady = overhead_time.with_summary({"runs": 5, "first_rounds": 5,
+                                         "cpu_on_s": [0.31, 0.32, 0.31, 0.33, 0.31],
+                                         "cpu_off_s": [0.30, 0.31, 0.30, 0.32, 0.30],
+                                         "wall_on_s": None, "wall_off_s": None})
+    assert not steady["noisy"] and steady["wall"] is None
+    assert "time CPU +3.3% [+3.1%, +3.3%]" in overhead_text(
+        {"estimate": 0.02, "ci_low": 0.02, "ci_high": 0.02, "time": steady})
