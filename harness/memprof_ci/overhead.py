@@ -138,18 +138,18 @@ def _record(c: dict, t: dict | None) -> dict:
                           "one run each (deterministic)"))}
 
 
-def threshold_for(bench, base: dict | None) -> tuple[float, str, str]:
-    """(threshold, basis, note): the baseline's upper end plus the
-    tolerance when its counted record is comparable, else the budget and
-    why."""
+def threshold_for(bench, base: dict | None, args: list) -> tuple[float, str, str]:
+    """(threshold, basis, note) for a measurement counted with `args`: the
+    baseline's upper end plus the tolerance when its counted record is
+    comparable, else the budget and why."""
     if base is None:
         return bench.overhead_budget, "budget", ""
     c = base.get("counted")
     if c is None:
         why = "the baseline records only a timed overhead (made before the counted check)"
-    elif c["args"] != counted_args(bench):
+    elif c["args"] != args:
         why = (f"the baseline counted with arguments {' '.join(c['args'])[:80]!r}, "
-               f"this run with {' '.join(counted_args(bench))[:80]!r}")
+               f"this run with {' '.join(args)[:80]!r}")
     elif c["model"] != counted.MODEL:
         why = f"the baseline counted with another model ({c['model'][:80]})"
     else:

@@ -179,7 +179,6 @@ class OverheadItem(CheckItem):
         base = self.ctx.baseline(self.bench)
         self.base_overhead = base.meta.get("overhead") if base is not None else None
         b = self.benchmark
-        self.threshold, self.basis, self.note = overhead.threshold_for(b, self.base_overhead)
         self.level = V.overhead_level(b.alpha, len(self.ctx.selected(("overhead",))))
         if self.ctx.run_entries is None:
             self.measured = overhead.measure(
@@ -199,8 +198,12 @@ class OverheadItem(CheckItem):
             pytest.skip(f"the run of {self.bench!r} recorded only a timed overhead (made by "
                         f"an older `memprof-ci profile`); its cost was not counted")
         b = self.benchmark
-        j = overhead.judge(self.measured, b, self.threshold, self.basis, self.note,
-                           self.base_overhead, self.level)
+        # The arguments actually counted (a run directory's may be the pull
+        # request's) decide whether the baseline is comparable.
+        threshold, basis, note = overhead.threshold_for(b, self.base_overhead,
+                                                        self.measured["counted"]["args"])
+        j = overhead.judge(self.measured, b, threshold, basis, note, self.base_overhead,
+                           self.level)
         r = self.ctx.result(self.bench)
         r["overhead"] = j
         if j["note"]:

@@ -255,3 +255,19 @@ def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
     assert not steady["noisy"] and steady["wall"] is None
     assert "time CPU +3.3% [+3.1%, +3.3%]" in overhead_text(
         {"estimate": 0.02, "ci_low": 0.02, "ci_high": 0.02, "time": steady})
+
+
+def test_a_baseline_counted_otherwise_is_judged_against_the_budget():
+    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+    base = overhead.parse_record({"measure": "cycles", "time": None, "counted": {
+        "args": ["260"], "model": overhead.counted.MODEL, "concurrent": False,
+        "threads": "disabled", "off": [dict(ev, Ir=100)], "on": [dict(ev, Ir=102)]}}, "b")
+
+    class B:
+        name, overhead_budget, overhead_tolerance = "x", 0.10, 0.10
+    assert overhead.threshold_for(B, base, ["260"]) == (base["ci_high"] + 0.10, "baseline", "")
+    t, basis, note = overhead.threshold_for(B, base, ["13000"])
+    assert (t, basis) == (0.10, "budget") and "arguments '260'" in note
+    other = dict(base, counted=dict(base["counted"], model="cachegrind LL=1"))
+    assert "another model" in overhead.threshold_for(B, other, ["260"])[2]
+    assert overhead.threshold_for(B, None, ["260"]) == (0.10, "budget", "")
