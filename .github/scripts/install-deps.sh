@@ -5,8 +5,8 @@
 #
 #   gate   (default) the build job of the reusable workflow: the toolchain
 #          and npm that build the patched compiler, dune and findlib (whose
-#          wrappers `make install` writes), hyperfine for the overhead timing,
-#          and the harness's Python packages for `memprof-ci profile`
+#          wrappers `make install` writes), valgrind for the overhead check's
+#          counted runs, hyperfine for its timing, and the harness's Python packages for `memprof-ci profile`
 #   judge  a judge job: the harness's Python packages only
 #   test   everything `make test` needs: harness/scripts/ensure-deps.sh's
 #          groups, installed by that script itself as root
@@ -15,7 +15,8 @@
 #   - installs by package name from the distribution archive only;
 #   - uses sudo only when not already root; idempotent;
 #   - the Python used by the gate is /usr/bin/python3 (pytest, scipy from apt);
-#   - no job gets tools it does not use (linters and valgrind only for `test`).
+#   - no job gets tools it does not use (linters, clang and chromium only for
+#     `test`; the judge gets no valgrind: it runs nothing).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,7 +27,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 case "${1:-gate}" in
-  gate) packages=(gcc make patch npm ocaml-dune ocaml-findlib hyperfine jq "${python_pkgs[@]}") ;;
+  gate) packages=(gcc make patch npm ocaml-dune ocaml-findlib valgrind hyperfine jq "${python_pkgs[@]}") ;;
   judge) packages=("${python_pkgs[@]}") ;;
   test)
     exec "${sudo_cmd[@]}" "$here/../../harness/scripts/ensure-deps.sh" build python bench lint adopt ;;

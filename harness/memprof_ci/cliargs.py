@@ -42,7 +42,7 @@ def _add_run_options(p, check: bool, profile: bool = False):
     p.add_argument("-v", "--verbose", action="count", default=0, help="more pytest output")
     p.add_argument("-q", "--quiet", action="count", default=0, help="less pytest output")
     p.add_argument("--no-overhead", action="store_true",
-                   help="skip the hyperfine overhead measurement")
+                   help="skip the overhead check (its counted runs and timing)")
     if not profile:
         p.add_argument("--profiles-dir", metavar="DIR",
                        help="keep the raw profiles in DIR (default: a temporary directory)")

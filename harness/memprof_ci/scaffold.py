@@ -41,10 +41,12 @@ MANIFEST = """\
 #   min_share       smallest share of a benchmark's allocation that can fail
 #   gc_tolerance    largest accepted increase of minor_words
 #   gc_timing_tolerance  ... of promoted_words and major_words
-#   overhead_budget slowdown from profiling accepted by update-baselines
+#   overhead_budget profiling's cost (counted estimated cycles) accepted by
+#                   update-baselines
 #   overhead_tolerance  a check fails when profiling became costlier than the
 #                   baseline recorded by more than this
-#   overhead_runs   paired timed runs with and without profiling
+#   overhead_runs   paired timed runs with and without profiling (time is
+#                   shown, not judged, unless overhead_time_fails = true)
 #   timeout         seconds per run
 # `memprof-ci plan` tells what these settings can detect, and what would
 # detect more.

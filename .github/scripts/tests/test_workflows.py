@@ -633,9 +633,10 @@ def test_install_deps_for_make_test_installs_what_make_test_needs(tmp_path, root
 def test_install_deps_for_the_gate_jobs(tmp_path):
     """The judge gets the harness's Python packages (ensure-deps.sh's
     `python` group, cmark-gfm aside: only the tests render Markdown); the
-    reusable build job also the toolchain, hyperfine and jq for the overhead
-    timing, and dune and findlib (the wrappers `make install` writes).
-    Neither gets linters, valgrind or opam."""
+    reusable build job also the toolchain, valgrind, hyperfine and jq for the
+    overhead check's counts and timing, and dune and findlib (the wrappers
+    `make install` writes).  Neither gets linters or opam; the judge gets
+    no valgrind."""
     groups = ensure_deps_groups()
     py = {pkg for kind, _, pkg in groups["python"] if kind == "py"}
 
@@ -647,12 +648,12 @@ def test_install_deps_for_the_gate_jobs(tmp_path):
         return {a for a in call[call.index("install") + 1:] if not a.startswith("-")}
 
     judge = installed("judge")
-    assert judge == py
+    assert judge == py and "valgrind" not in judge
     gate = installed("gate")
     wanted = py | {pkg for g in ("build", "bench") for _, _, pkg in groups[g]}
     wanted |= {pkg for _, what, pkg in groups["adopt"] if what in ("dune", "ocamlfind")}
-    assert gate == wanted
-    assert not gate & {pkg for _, _, pkg in groups["lint"]} and "opam" not in gate
+    assert gate == wanted and "valgrind" in gate
+    assert not gate & ({pkg for _, _, pkg in groups["lint"]} - {"valgrind"}) and "opam" not in gate
 
 
 def test_reusable_workflow_inputs():
