@@ -27,6 +27,12 @@ the peak they were counted at); a baseline without them, or with another
 definition (no config.peak: major-cycle ends), or without the GC's
 heap_words/top_heap_words, loads with Aggregate.total_peak None (or those
 GC keys absent), and the checks that need them are skipped.
+
+The optional "schedule" section (schedule.py: the GC counters and the live
+words at the peak of runs with the GC's schedule dithered; one line per
+run and per site) is validated into meta["schedule"]; a baseline without
+it loads with no such key, and its GC and peak checks then use
+gc_timing_tolerance and the sampling test alone.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from .errors import InputError
 from .overhead import parse_record
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, PEAK_EVENTS, VERSION as PROFILE_VERSION,
                       VERSIONS as PROFILE_VERSIONS, load_json)
+from .schedule import parse_section as parse_schedule
 from .sites import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
@@ -61,7 +68,8 @@ def git_commit(cwd: str | None = None) -> str | None:
 
 
 def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
-                commit: str | None, plan: dict | None = None) -> dict:
+                commit: str | None, plan: dict | None = None,
+                schedule: dict | None = None) -> dict:
     return {
         "format": FORMAT, "version": VERSION,
         "profile_format_version": PROFILE_VERSION,
@@ -81,6 +89,7 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "overhead": overhead,
         "sites": {k: s.to_json() for k, s in sorted(agg.sites.items())},
         **({"stacks": stacks_document(agg)} if agg.stacks is not None else {}),
+        **({"schedule": schedule} if schedule is not None else {}),
     }
 
 
@@ -116,6 +125,8 @@ def dumps(doc: dict) -> str:
                 else:
                     inner.append(f"    {one(sk)}: {one(sv)}")
             parts.append(f"  {one(k)}: {{\n" + ",\n".join(inner) + "\n  }")
+        elif k == "schedule" and v:
+            parts.append(f"  {one(k)}: " + _schedule_text(v, one))
         elif k == "gc_runs" and v:
             inner = ",\n".join(f"    {one(r)}" for r in v)
             parts.append(f"  {one(k)}: [\n{inner}\n  ]")
@@ -154,6 +165,22 @@ def _nested(d: dict, indent: int, one) -> str:
     body = ",\n".join(f"{pad}{one(k)}: " + (_nested(v, indent + 2, one) if isinstance(v, dict)
                                              else one(v)) for k, v in sorted(d.items()))
     return "{\n" + body + "\n" + " " * indent + "}" if d else "{}"
+
+
+def _schedule_text(v: dict, one) -> str:
+    """The "schedule" section, one line per dithered run and per site."""
+    inner = []
+    for sk in sorted(v):
+        sv = v[sk]
+        if sk in ("gc", "dithers") and sv:
+            body = ",\n".join(f"      {one(x)}" for x in sv)
+            inner.append(f"    {one(sk)}: [\n{body}\n    ]")
+        elif sk == "sites" and sv:
+            body = ",\n".join(f"      {one(a)}: {one(b)}" for a, b in sorted(sv.items()))
+            inner.append(f"    {one(sk)}: {{\n{body}\n    }}")
+        else:
+            inner.append(f"    {one(sk)}: {one(sv)}")
+    return "{\n" + ",\n".join(inner) + "\n  }"
 
 
 def is_baseline_doc(doc) -> bool:
@@ -323,6 +350,8 @@ def parse_baseline(doc, path: str) -> Aggregate:
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
                                      limit=200),
                 "path": path}
+        if doc.get("schedule") is not None:
+            meta["schedule"] = parse_schedule(doc["schedule"])
         if doc.get("stacks") is not None:
             agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
                                                    agg.total_live)

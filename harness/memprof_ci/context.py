@@ -31,7 +31,7 @@ import os
 from . import baseline as bl
 from . import plan as P
 from . import rows as R
-from . import runner
+from . import runner, stats
 from . import verdict as V
 from .errors import MemprofError
 from .fmt import fmt_bytes, fmt_pct
@@ -199,10 +199,9 @@ class Proposals:
         msgs = [f"{x['check']} {x['site']}: proposed {fmt_bytes(x['baseline_bytes'])}, "
                 f"measured {fmt_bytes(x['current_bytes'])} ({fmt_pct(x['ratio'])}, "
                 f"p(Holm)={x['p_adj']:.2g})" for x in bad]
-        for g in R.gc_rows(prop.gc, cur.gc, ctx.benches[name]):
-            if g["status"] != "~":
-                msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
-                            f"{g['current']:.0f}")
+        for g in V.gc_mismatch(R.gc_rows(prop, cur, ctx.benches[name].settings())):
+            msgs.append(f"gc.{g['counter']}: proposed {g['baseline']:.0f}, measured "
+                        f"{g['current']:.0f}")
         return msgs
 
     def family(self):
@@ -334,7 +333,7 @@ class Context:
         together (verdict.decide_sites)."""
         if self.report.get("family") is not None:
             return
-        for name in self.selected(("alloc_sites", "live", "peak")):
+        for name in self.selected(("alloc_sites", "live", "peak", "gc_totals")):
             try:
                 base = self.baseline(name)
                 if base is None:
@@ -354,10 +353,26 @@ class Context:
                         continue
                     r["peak_summary"] = R.peak_summary(cur, base)
                 r[key] = R.site_rows(name, key, cur, base, params)
+            if "gc_totals" in mine:
+                self._gc(r, base, cur, self.benches[name].settings())
             if base.ocaml_version != cur.ocaml_version:
                 r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
                                   f"{cur.ocaml_version}")
         V.decide_sites(self.report)
+        V.decide_gc(self.report)
+
+    @staticmethod
+    def _gc(r: dict, base, cur, settings: dict) -> None:
+        """The benchmark's GC rows (decided with the run's: V.decide_gc)."""
+        r["gc"] = R.gc_rows(base, cur, settings)
+        gone = [k for k in stats.GC_COUNTERS if k not in {g["counter"] for g in r["gc"]}]
+        if gone:
+            r["notes"].append(f"GC check without {', '.join(gone)}: not recorded in the "
+                              f"baseline or the profiles")
+        if not settings["gc_exact"] and not base.meta.get("schedule"):
+            r["notes"].append("the baseline records no schedule spread: promoted_words, "
+                              "major_words and top_heap_words judged with gc_timing_tolerance; "
+                              "re-record it with `memprof-ci update-baselines`")
 
     # -- proposed baselines and the accept label
     def baseline_diff(self) -> dict:

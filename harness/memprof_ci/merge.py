@@ -30,6 +30,7 @@ _NUM_OR_NULL = {"type": ["number", "null"]}
 _STR = {"type": "string", "maxLength": 100_000}
 _STR_OR_NULL = {"type": ["string", "null"], "maxLength": 100_000}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 53}
+_PROB = {"type": "number", "minimum": 0, "maximum": 1}
 
 _ROW = {
     "type": "object",
@@ -58,9 +59,16 @@ _ROW = {
 _GC_ROW = {
     "type": "object",
     "required": ["counter", "baseline", "current", "change", "tolerance", "status"],
+    # A row judged against the schedule's spread carries what decide_gc reads.
+    "dependentRequired": {"p_raw": ["p_raw_decrease", "alpha", "effect", "reference",
+                                    "spread", "draws"]},
     "properties": {"counter": _STR, "baseline": _NUM, "current": _NUM,
                    "change": _NUM_OR_NULL, "tolerance": _NUM,
-                   "status": {"enum": ["regression", "improvement", "~"]}},
+                   "status": {"enum": ["regression", "improvement", "~"]},
+                   "p_raw": _PROB, "p_raw_decrease": _PROB, "p_adj": _PROB,
+                   "p_adj_decrease": _PROB, "effect": _NUM_OR_NULL, "reference": _NUM,
+                   "spread": {"type": "number", "minimum": 0}, "draws": _COUNT,
+                   "alpha": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}},
 }
 _OVERHEAD = {
     "type": ["object", "null"],
@@ -84,7 +92,9 @@ _BENCH = {
         "checks": {"type": "object", "additionalProperties": _CHECK},
         "notes": {"type": "array", "items": _STR, "maxItems": 10_000},
         "alloc": _ROWS, "live": _ROWS, "peak": _ROWS, "proposed": _ROWS,
-        "peak_summary": {"type": ["object", "null"]},
+        "peak_summary": {"type": ["object", "null"], "properties": {
+            "baseline_words": _NUM, "current_words": _NUM, "p_rise": _PROB,
+            "spread_words": {"type": "number", "minimum": 0}}},
         "stream": {"type": ["object", "null"], "properties": {
             "baseline_words": _NUM_OR_NULL, "current_words": _NUM_OR_NULL,
             "same_sampling": {"type": "boolean"},

@@ -27,6 +27,16 @@ STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
 MD_SITES_PER_BENCH = 25
 
 
+def gc_spread_note(g: dict) -> str:
+    """` (+5.8% from the schedule mean, spread 9.7%, p(Holm) 0.001)` for a GC
+    row judged against the schedule's spread, else nothing."""
+    if "p_raw" not in g or g.get("effect") is None:
+        return ""
+    spread = g["spread"] / g["reference"] if g["reference"] else 0.0
+    return (f" ({g['effect'] * 100:+.2f}% from the schedule mean, spread {spread:.1%}, "
+            f"p(Holm) {fmt_p(g.get('p_adj'))})")
+
+
 def all_site_rows(report: dict, status: str | None = None) -> list:
     rows = []
     for b in report["benchmarks"].values():
@@ -417,7 +427,7 @@ def _md_verdict_tables(report: dict) -> list:
         out.append("|---|---|--:|--:|--:|")
         for n, g in gcf:
             out.append(f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | "
-                       f"{g['change'] * 100:+.2f}% |" if g["change"] is not None else
+                       f"{g['change'] * 100:+.2f}%{gc_spread_note(g)} |" if g["change"] is not None else
                        f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | new |")
         out.append("")
     if report["benchmarks"]:

@@ -36,12 +36,37 @@ def _callers(agg: Aggregate, check: str) -> dict:
             for k, d in weight.items()}
 
 
-def gc_rows(base_gc: dict, cur_gc: dict, bench) -> list:
-    """The GC totals compared with the benchmark's tolerances: the counters
-    that follow GC timing get gc_timing_tolerance unless the benchmark is
-    declared gc_exact (STATISTICS.md)."""
-    timing = bench.gc_tolerance if bench.gc_exact else bench.gc_timing_tolerance
-    return stats.gc_compare(base_gc, cur_gc, bench.gc_tolerance, timing)
+def schedule_draws(agg: Aggregate) -> int:
+    """How many schedules an Aggregate's runs saw: its distinct GC runs (one
+    for a single-domain program, whose seeds' runs collect alike)."""
+    return max(1, len({tuple(sorted(g.items())) for g in agg.gc_runs}))
+
+
+def gc_rows(base: Aggregate, cur: Aggregate, settings: dict) -> list:
+    """The GC totals compared (STATISTICS.md, "Exact GC totals"): minor_words
+    with gc_tolerance; the counters that follow the GC's schedule against
+    the spread the baseline recorded (stats.gc_spread_rows), or, when it
+    recorded none, with gc_timing_tolerance; all four with gc_tolerance
+    when the benchmark is declared gc_exact."""
+    sched = base.meta.get("schedule")
+    if settings["gc_exact"] or not sched:
+        timing = settings["gc_tolerance" if settings["gc_exact"] else "gc_timing_tolerance"]
+        return stats.gc_compare(base.gc, cur.gc, settings["gc_tolerance"], timing)
+    rows = [g for g in stats.gc_compare(base.gc, cur.gc, settings["gc_tolerance"])
+            if g["counter"] not in stats.GC_TIMING_COUNTERS]
+    return rows + stats.gc_spread_rows(base.gc, base.gc_runs, sched["gc"], cur.gc,
+                                       cur.gc_runs, settings)
+
+
+def _peak_spread(rows: list, cur: Aggregate, base: Aggregate) -> None:
+    """Peak rows judged against the sites' schedule spread, when the
+    baseline recorded one (its dithered runs: one run each at its rate)."""
+    sched = base.meta.get("schedule")
+    if not sched or "sites" not in sched:
+        return
+    sigma = {k: stats.sample_sd(v) / base.rate for k, v in sched["sites"].items()}
+    stats.schedule_adjust(rows, sigma, schedule_draws(cur), schedule_draws(base),
+                          sched["runs"] - 1)
 
 
 def _count(s, check: str) -> int:
@@ -75,6 +100,8 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
                            ct, bt, cur.exposure, base.exposure, params)
     # Caller chains, for telling a rename from a new site: only where one
     # side has no samples (the only rows pair_renames looks at).
+    if check == "peak":
+        _peak_spread(rows, cur, base)
     cc, bc = _callers(cur, check), _callers(base, check)
     for r in rows:
         if r["current_samples"] == 0 and r["site"] in bc:
@@ -86,9 +113,20 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
 
 def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
     """Sampled live words at the peak (estimated: samples / exposure), both
-    sides, for the peak check's report line."""
-    return {"baseline_words": (base.total_peak or 0) / base.exposure,
-            "current_words": (cur.total_peak or 0) / cur.exposure}
+    sides, for the peak check's report line; with the baseline's schedule
+    spread of the total, "p_rise", the one-sided p of a higher peak against
+    sampling and schedule (stats.spread_test)."""
+    b, c = (base.total_peak or 0) / base.exposure, (cur.total_peak or 0) / cur.exposure
+    out = {"baseline_words": b, "current_words": c}
+    sched = base.meta.get("schedule")
+    if sched and "peak_samples" in sched:
+        sigma = stats.sample_sd(sched["peak_samples"]) / base.rate
+        samp = 0.0 if cur.rate == 1 and base.rate == 1 else (
+            (cur.total_peak or 0) / cur.exposure ** 2 + (base.total_peak or 0) / base.exposure ** 2)
+        sched_var = sigma * sigma * (1 / schedule_draws(cur) + 1 / schedule_draws(base))
+        out["spread_words"] = sigma
+        out["p_rise"] = stats.spread_test(c - b, samp, sched_var, sched["runs"] - 1)[0]
+    return out
 
 
 def allocated_words(gc: dict) -> float | None:

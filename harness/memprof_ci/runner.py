@@ -86,22 +86,28 @@ def _tail(data) -> str:
     return "stderr tail: " + text.replace("\n", " | ")
 
 
-def run_once(bench, seed: int, out_dir: str, trace: bool = False) -> str:
+def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dict | None = None,
+             argv0: str | None = None, tag: str = "") -> str:
+    """One profiled run; `extra_env`, `argv0` (the program's argv[0], the
+    same file) and `tag` (in the profile's name) serve the GC schedule's
+    dithered runs (schedule.py)."""
     os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, f"{bench.name}.{seed}.json")
+    out = os.path.join(out_dir, f"{bench.name}.{seed}{tag}.json")
     ctf = os.path.join(out_dir, f"{bench.name}.{seed}.ctf") if trace else None
     for stale in (out, ctf):
         if stale and os.path.lexists(stale):
             os.unlink(stale)
-    env = bench_env(bench, {"OCAMLMEMPROF": memprof_env_value(bench.rate, seed, bench.frames,
-                                                              out, ctf)})
+    env = bench_env(bench, dict(extra_env or {}, OCAMLMEMPROF=memprof_env_value(
+        bench.rate, seed, bench.frames, out, ctf)))
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")
     try:
         # A new session lets a timeout kill the whole process group, so a
         # grandchild holding stderr open cannot hang the harness.
-        proc = subprocess.Popen(bench.command, cwd=bench.cwd, env=env, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([argv0 or bench.command[0], *bench.command[1:]],
+                                executable=bench.command[0], cwd=bench.cwd, env=env,
+                                stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 start_new_session=True)
     except FileNotFoundError:
@@ -139,6 +145,13 @@ def collect(bench, out_dir: str) -> Aggregate:
     """Run every seed, validate the profiles and sum them into sites."""
     paths = [run_once(bench, seed, out_dir, trace=i == 0) for i, seed in enumerate(bench.seeds)]
     return _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
+
+
+def collect_one(bench, seed: int, out_dir: str, extra_env: dict, argv0: str | None,
+                tag: str) -> Aggregate:
+    """One run of `seed` with `extra_env` and `argv0`, validated."""
+    path = run_once(bench, seed, out_dir, extra_env=extra_env, argv0=argv0, tag=tag)
+    return _checked(bench, aggregate_paths([path], bench.grouping, bench.name))
 
 
 def _checked(bench, agg: Aggregate) -> Aggregate:

@@ -184,6 +184,7 @@ GC_COUNTERS = ("minor_words", "promoted_words", "major_words", "top_heap_words")
 # (the executable's path) or by how domains and systhreads interleave
 # (STATISTICS.md).
 GC_TIMING_COUNTERS = ("promoted_words", "major_words", "top_heap_words")
+POOL_WORDS = 4096   # the major heap grows by pools of this many words (OCaml 5.3)
 
 
 def gc_compare(base_gc: dict, cur_gc: dict, tolerance: float,
@@ -208,6 +209,108 @@ def gc_compare(base_gc: dict, cur_gc: dict, tolerance: float,
         rows.append({"counter": k, "baseline": b, "current": c,
                      "change": rel, "tolerance": tol, "status": status})
     return rows
+
+
+def sample_sd(values) -> float:
+    """Sample standard deviation (n - 1 in the denominator); 0 for fewer
+    than two values."""
+    v = np.asarray(values, dtype=float)
+    return float(np.std(v, ddof=1)) if v.size > 1 else 0.0
+
+
+def spread_test(diff: float, sampling_var: float, schedule_var: float, df: int) -> tuple:
+    """One-sided tests of a difference `diff` whose variance has a sampling
+    part (Poisson, taken as known) and a schedule part estimated from
+    `df` + 1 dithered runs: Welch's t with Satterthwaite's degrees of
+    freedom nu = V^2 / (schedule_var^2 / df).  Returns (p of an increase,
+    p of a decrease, half-width of the 95% interval of diff).  With no
+    variance at all a difference is certain: p 0 or 1."""
+    v = sampling_var + schedule_var
+    if v <= 0:
+        return (0.0 if diff > 0 else 1.0), (0.0 if diff < 0 else 1.0), 0.0
+    nu = math.inf if schedule_var <= 0 else v * v / (schedule_var * schedule_var / max(df, 1))
+    t = diff / math.sqrt(v)
+    q = st.t.ppf(1 - (1 - CONFIDENCE) / 2, nu)
+    return float(st.t.sf(t, nu)), float(st.t.cdf(t, nu)), float(q * math.sqrt(v))
+
+
+def schedule_adjust(rows: list, sigma_words: dict, draws_cur: int, draws_base: int,
+                    df: int) -> None:
+    """Peak rows judged against each site's schedule spread, in place.
+
+    sigma_words maps a site to the standard deviation of its live words at
+    the peak over the baseline's dithered runs; each side is the mean of
+    draws_cur / draws_base schedules, so the schedule adds sigma^2 (1/draws_cur
+    + 1/draws_base) to the variance of the difference in words per run.  A
+    row's p-values become the larger of the exact test's (sampling alone)
+    and spread_test's (sampling and schedule), so a site fails only when its
+    change exceeds both; its interval is widened to match.  Rows counted
+    exactly have no sampling part, and with a spread they are tests."""
+    for r in rows:
+        sigma = sigma_words.get(r["site"], 0.0)
+        if sigma <= 0:
+            continue
+        b_w, c_w = r["baseline_bytes"] / WORD_BYTES, r["current_bytes"] / WORD_BYTES
+        samp = 0.0 if r.get("exact") else (
+            r["current_samples"] / r["current_exposure"] ** 2
+            + r["baseline_samples"] / r["baseline_exposure"] ** 2)
+        sched = sigma * sigma * (1 / draws_cur + 1 / draws_base)
+        p_inc, p_dec, half = spread_test(c_w - b_w, samp, sched, df)
+        r["p_raw"] = max(r["p_raw"], p_inc)
+        r["p_raw_decrease"] = max(r["p_raw_decrease"], p_dec)
+        r["schedule_spread_bytes"] = sigma * WORD_BYTES
+        r["exact"] = False
+        if b_w > 0:
+            lo, hi = 1 + (c_w - b_w - half) / b_w, 1 + (c_w - b_w + half) / b_w
+            r["ci_low"] = max(0.0, min(lo, r["ci_low"] if r["ci_low"] is not None else lo))
+            r["ci_high"] = None if r["ci_high"] is None else max(hi, r["ci_high"])
+
+
+def gc_spread_rows(base_gc: dict, base_runs: list, draws: list, cur_gc: dict, cur_runs: list,
+                   params: dict) -> list[dict]:
+    """GC_TIMING_COUNTERS judged against the schedule's spread.
+
+    The reference is the mean of every schedule the baseline saw (its own
+    distinct runs and the dithered ones, n_b draws) with their standard
+    deviation s (at least a pool of the major heap for top_heap_words,
+    which moves in whole pools); the current value is the mean of its n_c
+    distinct runs (1 for a single-domain program: its seeds' runs have one
+    schedule).  t = (current - reference) / (s sqrt(1/n_c + 1/n_b)) with
+    n_b - 1 degrees of freedom, one-sided either way; the row's status is
+    decided with the run's other GC rows (verdict.decide_gc): Holm at
+    alpha, and a change of at least min_effect from the reference."""
+    rows = []
+    for k in GC_TIMING_COUNTERS:
+        if k not in base_gc or k not in cur_gc or any(k not in d for d in draws):
+            continue
+        b_draws = _distinct(base_runs or [base_gc], k) + [float(d[k]) for d in draws]
+        c_draws = _distinct(cur_runs or [cur_gc], k)
+        ref = float(np.mean(b_draws))
+        spread = max(sample_sd(b_draws), POOL_WORDS if k == "top_heap_words" else 0.0)
+        cur = float(cur_gc[k])
+        sched = spread * spread * (1 / len(c_draws) + 1 / len(b_draws))
+        p_inc, p_dec, _ = spread_test(cur - ref, 0.0, sched, len(b_draws) - 1)
+        b = float(base_gc[k])
+        rows.append({"counter": k, "baseline": b, "current": cur,
+                     "change": (cur / b - 1) if b else (0.0 if cur == 0 else None),
+                     "tolerance": params["min_effect"], "status": "~",
+                     "reference": ref, "spread": spread, "draws": len(b_draws),
+                     "current_draws": len(c_draws),
+                     "effect": (cur / ref - 1) if ref else (0.0 if cur == 0 else None),
+                     "p_raw": p_inc, "p_raw_decrease": p_dec, "alpha": params["alpha"]})
+    return rows
+
+
+def _distinct(runs: list, k: str) -> list:
+    """One value per distinct run (by all of its counters): runs of one
+    schedule count once."""
+    seen, out = set(), []
+    for r in runs:
+        key = tuple(sorted(r.items()))
+        if key not in seen and k in r:
+            seen.add(key)
+            out.append(float(r[k]))
+    return out
 
 
 def paired_overhead_interval(on, off):

@@ -7,7 +7,13 @@ Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--work S] [--no-
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
 "words": W, "live": fraction, optionally "peak": fraction live at the peak,
 at least "live"; with no "peak" anywhere the profile records none) and GC
-totals.  It reads OCAMLMEMPROF like the
+totals, and optionally "schedule": {"gc": relative amplitude, "peak":
+amplitude, "shift": n}, which moves promoted_words, major_words and
+top_heap_words by up to that fraction of themselves and each site's
+fraction live at the peak by up to that much, as a deterministic function
+of the schedule a run gets: its minor heap size (OCAMLRUNPARAM s=),
+argv[0]'s length and "shift" (a rebuild elsewhere).
+It reads OCAMLMEMPROF like the
 runtime does and writes a version-1 profile whose per-stack samples are
 Poisson(rate * words) draws from an RNG seeded by the OCAMLMEMPROF seed, so
 runs are deterministic per seed.  Invariant: the written profile satisfies the
@@ -103,6 +109,14 @@ def extra_work(n):
     return acc
 
 
+def schedule_draw(spec, what):
+    """A number in [-1, 1] fixed by the run's schedule (see the docstring)."""
+    rp = os.environ.get("OCAMLRUNPARAM", "")
+    s = [x[2:] for x in rp.split(",") if x.startswith("s=")]
+    key = f"{what}/{s[-1] if s else ''}/{len(sys.argv[0])}/{spec['schedule'].get('shift', 0)}"
+    return random.Random(key).uniform(-1.0, 1.0)
+
+
 def main():
     args = sys.argv[1:]
     spec = json.load(open(args[0]))
@@ -170,6 +184,9 @@ def main():
               "live_samples": live}
         if with_peak:
             extra = max(0.0, s.get("peak", 0.0) - s.get("live", 0.0))
+            if "schedule" in spec:
+                extra = max(0.0, extra + spec["schedule"].get("peak", 0.0) * schedule_draw(
+                    spec, str(s["frames"])))
             st["peak_live_samples"] = live + int(rng.binomial(n - live, min(1.0, extra)))
         stacks.append(st)
         for k in keys:
@@ -179,6 +196,11 @@ def main():
     gc.update(spec.get("gc", {}))
     if not spec.get("gc"):
         gc["minor_words"] = int(sum(s["words"] for s in spec["sites"]))
+    if "schedule" in spec:
+        u = 1 + spec["schedule"].get("gc", 0.0) * schedule_draw(spec, "gc")
+        for k in ("promoted_words", "major_words", "top_heap_words"):
+            if k in gc:
+                gc[k] = int(gc[k] * u)
     doc = {"format": "memprof-ci/profile", "version": int(opts[opts.index("--version") + 1])
            if "--version" in opts else 1, "ocaml_version": "5.3.0", "backend": "native",
            "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames,

@@ -110,7 +110,10 @@ def write_manifest(d, benches, defaults=None):
 
 
 def run_cli(args, cwd=None, timeout=120, env_extra=None):
-    env = dict(os.environ, PYTHONPATH=HARNESS, **(env_extra or {}))
+    # No dithered runs of the GC's schedule unless a test asks for them
+    # (they multiply update-baselines' runs).
+    env = dict(os.environ, PYTHONPATH=HARNESS,
+               **dict({"MEMPROF_CI_SCHEDULE_RUNS": "0"}, **(env_extra or {})))
     env.pop("PYTEST_ADDOPTS", None)
     env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
     r = subprocess.run([PY, "-m", "memprof_ci", *args], cwd=cwd, env=env, capture_output=True,
@@ -120,7 +123,7 @@ def run_cli(args, cwd=None, timeout=120, env_extra=None):
 
 def run_many(calls, timeout=120):
     """Run several CLI invocations concurrently: [(args, cwd)] -> results."""
-    env = dict(os.environ, PYTHONPATH=HARNESS)
+    env = dict(os.environ, PYTHONPATH=HARNESS, MEMPROF_CI_SCHEDULE_RUNS="0")
     env.pop("PYTEST_ADDOPTS", None)
     procs = [subprocess.Popen([PY, "-m", "memprof_ci", *a], cwd=cwd, env=env, text=True,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
