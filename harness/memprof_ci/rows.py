@@ -43,7 +43,7 @@ def schedule_draws(agg: Aggregate) -> int:
 
 
 def gc_rows(base: Aggregate, cur: Aggregate, settings: dict) -> list:
-    """The GC totals compared (STATISTICS.md, "Exact GC totals"): minor_words
+    """The GC totals compared (STATISTICS.md, "GC totals"): minor_words
     with gc_tolerance; the counters that follow the GC's schedule against
     the spread the baseline recorded (stats.gc_spread_rows), or, when it
     recorded none, with gc_timing_tolerance; all four with gc_tolerance
@@ -98,10 +98,10 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     params = dict(params, exact=cur.rate == 1 and base.rate == 1)
     rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
                            ct, bt, cur.exposure, base.exposure, params)
-    # Caller chains, for telling a rename from a new site: only where one
-    # side has no samples (the only rows pair_renames looks at).
     if check == "peak":
         _peak_spread(rows, cur, base)
+    # Caller chains, for telling a rename from a new site: only where one
+    # side has no samples (the only rows pair_renames looks at).
     cc, bc = _callers(cur, check), _callers(base, check)
     for r in rows:
         if r["current_samples"] == 0 and r["site"] in bc:

@@ -6,7 +6,11 @@ on the total n = c + b the current count is Binomial(n, p0) with
 p0 = E_c / (E_c + E_b); we use the exact one-sided binomial tail, Holm's
 step-down adjustment over the whole family of site tests in a run, and fail a
 site only when it is significant, large (>= min_effect) and relevant
-(>= min_share).  Invariants: functions here are pure and deterministic
+(>= min_share).  What follows the GC's schedule (promotion, the heap's
+top, live words at the peak) is judged against the spread the baseline's
+dithered runs recorded: Student's t for the GC counters, Welch's t with
+Satterthwaite's degrees of freedom for the peak, never below the exact
+test's p-value.  Invariants: functions here are pure and deterministic
 (bootstrap uses a fixed seed), and rows are plain JSON-able dicts so that
 shard results can be re-adjusted by `merge` exactly as in a single run.
 """

@@ -261,3 +261,84 @@ def test_a_site_whose_peak_share_moves_with_the_schedule_is_not_named(tmp_path):
     assert r.returncode == 1 and b["checks"]["peak"]["outcome"] == "failed", r.stdout
     assert {x["site"] for x in b["peak"] if x["status"] == "regression"} == {
         "Main.f0 @ main.ml"}
+
+
+# ------------------------------------------------------------------- merge
+
+def _shard(tmp_path, k, p_raw, **extra):
+    from memprof_ci.report_doc import new_report
+    rep = new_report("check")
+    rep["shard"] = {"index": k, "count": 2}
+    row = dict({"counter": "promoted_words", "baseline": 1e6, "current": 1.3e6, "change": 0.3,
+                "tolerance": 0.05, "status": "regression", "reference": 1e6, "spread": 5e4,
+                "draws": 13, "effect": 0.3, "p_raw": p_raw, "p_raw_decrease": 1.0,
+                "alpha": 0.01, "p_adj": p_raw}, **extra)
+    rep["benchmarks"][f"b{k}"] = {"name": f"b{k}", "notes": [], "gc": [row], "checks": {
+        "gc_totals": {"outcome": "failed", "message": "promoted_words"}}}
+    path = tmp_path / f"shard{k}.json"
+    path.write_text(json.dumps(rep))
+    return str(path)
+
+
+def test_merge_judges_the_gc_rows_of_every_shard_as_one_family(tmp_path):
+    """Each shard alone fails its counter (p 0.006 < 0.01); over both
+    shards Holm makes it 0.012, so the merged run passes."""
+    r = cli(tmp_path, "merge", "out", _shard(tmp_path, 1, 0.006), _shard(tmp_path, 2, 0.006))
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "out" / "report.json"))
+    for k in (1, 2):
+        b = rep["benchmarks"][f"b{k}"]
+        assert b["gc"][0]["p_adj"] == pytest.approx(0.012) and b["gc"][0]["status"] == "~"
+        assert b["checks"]["gc_totals"]["outcome"] == "passed"
+    r = cli(tmp_path, "merge", "out2", _shard(tmp_path, 1, 0.001), _shard(tmp_path, 2, 0.3))
+    assert r.returncode == 1 and "b1::gc_totals" in r.stdout, r.stdout + r.stderr
+
+
+def test_merge_refuses_a_gc_row_without_what_its_test_needs(tmp_path):
+    bad = _shard(tmp_path, 1, 0.006)
+    doc = json.load(open(bad))
+    del doc["benchmarks"]["b1"]["gc"][0]["alpha"]
+    open(bad, "w").write(json.dumps(doc))
+    r = cli(tmp_path, "merge", "out", bad, _shard(tmp_path, 2, 0.5))
+    assert r.returncode == 2 and "malformed shard report at benchmarks.b1.gc.0" in r.stderr, \
+        r.stderr
+    no_traceback(r)
+
+
+def _proposed(tmp_path, gc_amp):
+    """A trusted baseline, then a pull request growing Main.f1 by 30% whose
+    baselines were regenerated in another directory (another schedule
+    draw), and a check of it from a third."""
+    _record(tmp_path, _spec(gc_amp=gc_amp))
+    grown = _spec(gc_amp=gc_amp, shift=1)
+    grown["sites"][1]["words"] *= 1.3
+    with open(tmp_path / "held.spec.json", "w") as fh:
+        json.dump(grown, fh)
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead",
+            "--baselines", "proposed", env_extra=RUNS)
+    assert r.returncode == 0, r.stdout + r.stderr
+    grown["schedule"]["shift"] = 2
+    with open(tmp_path / "held.spec.json", "w") as fh:
+        json.dump(grown, fh)
+
+
+def test_a_proposed_baseline_from_another_schedule_matches_the_code(tmp_path):
+    """Promotion moving by up to 60% with the schedule: the regenerated
+    baselines agree with the measurement (the fixed tolerance would call
+    them a mismatch)."""
+    _proposed(tmp_path, 0.6)
+    r = check(tmp_path, "--proposed-baselines", "proposed")
+    assert r.returncode == 1 and "do not match" not in r.stderr, r.stdout + r.stderr
+
+
+def test_a_proposed_baseline_of_other_code_does_not_match(tmp_path):
+    """Baselines of code that promotes twice as much (every run's
+    promoted_words doubled) are a mismatch (exit 2) naming the counter."""
+    _proposed(tmp_path, 0.05)
+    p = tmp_path / "proposed" / "held.json"
+    doc = json.loads(p.read_text())
+    for g in [doc["gc"]] + doc["gc_runs"] + doc["schedule"]["gc"]:
+        g["promoted_words"] *= 2
+    p.write_text(json.dumps(doc))
+    r = check(tmp_path, "--proposed-baselines", "proposed")
+    assert r.returncode == 2 and "gc.promoted_words: proposed" in r.stderr, r.stdout + r.stderr
