@@ -6,6 +6,7 @@ Usage (from the repository root, after `make runtime benchmarks`):
 
     PYTHONPATH=harness:harness/tests /usr/bin/python3 harness/tests/schedule_bench.py suite 5
     PYTHONPATH=harness:harness/tests /usr/bin/python3 harness/tests/schedule_bench.py ladder 4
+    PYTHONPATH=harness:harness/tests /usr/bin/python3 harness/tests/schedule_bench.py retention 2
 
 `suite P`: every benchmark of benchmarks/benchmarks.toml run unprofiled
 (OCAMLRUNPARAM=v=0x400 prints the GC counters at exit) from P path lengths,
@@ -19,9 +20,16 @@ each from P path lengths, judged against each other path (A/A) and each
 step against the previous one.  Prints the number of tests, the false
 alarms (significant at Holm's first step for the run's counters, and
 min_effect), those of the fixed 10% tolerance (25% for domains and
-systhreads), and the smallest p-values.  Nothing is asserted.
+systhreads), and the smallest p-values.  `retention P`: the power against
+a real retention change, through the CLI: tests/data/schedule/phases.ml
+keeping no chunk until its phase ends is the baseline (update-baselines,
+dithered runs included), and builds keeping every 256th, 64th, 16th, 4th
+chunk and every chunk are checked against it, from P directories of
+different path lengths; prints the rise of the peak and of the heap's
+top, and which checks failed.  Nothing is asserted.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -117,8 +125,48 @@ def ladder(paths, steps=12):
     summary(up, 3)
 
 
+def _cli(args, cwd):
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "harness"))
+    return subprocess.run([sys.executable, "-m", "memprof_ci", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=1200)
+
+
+def retention(paths, holds=(256, 64, 16, 4, 1)):
+    text = open(os.path.join(HERE, "data", "schedule", "phases.ml")).read()
+    with tempfile.TemporaryDirectory() as root:
+        for p in range(paths):
+            d = os.path.join(root, "d" + "-longer-path" * 3 * p)
+            os.makedirs(d)
+            with open(os.path.join(d, "benchmarks.toml"), "w") as fh:
+                fh.write('[defaults]\nrate = 1e-3\n\n[[benchmark]]\nname = "prog"\n'
+                         'command = ["./prog.exe"]\n')
+            for hold in (0,) + holds:
+                with open(os.path.join(d, "prog.ml"), "w") as fh:
+                    fh.write(text.replace("HOLD", str(hold)))
+                subprocess.run([OCAMLOPT, "-g", "-o", "prog.exe", "prog.ml"], cwd=d,
+                               check=True, capture_output=True)
+                if hold == 0:
+                    r = _cli(["update-baselines", "--manifest", "benchmarks.toml",
+                              "--no-overhead"], d)
+                    assert r.returncode == 0, r.stderr
+                    continue
+                _cli(["check", "--manifest", "benchmarks.toml", "--no-overhead",
+                      "--report-dir", "rep"], d)
+                with open(os.path.join(d, "rep", "report.json")) as fh:
+                    b = json.load(fh)["benchmarks"]["prog"]
+                ps = b["peak_summary"]
+                top = next(g for g in b["gc"] if g["counter"] == "top_heap_words")
+                named = [x["function"] for x in b["peak"] if x["status"] == "regression"]
+                print(f"path {p} keep every {hold:3d}th chunk: peak "
+                      f"{ps['current_words'] / ps['baseline_words'] - 1:+7.1%} "
+                      f"(p {ps.get('p_rise', float('nan')):.2g}), heap top "
+                      f"{top['current'] / top['baseline'] - 1:+7.1%}; failed: "
+                      f"{sorted(c for c, o in b['checks'].items() if o['outcome'] == 'failed')}"
+                      f"; peak names {named}", flush=True)
+
+
 if __name__ == "__main__":
     what, n = sys.argv[1], int(sys.argv[2])
-    {"suite": suite, "ladder": ladder}[what](n)
+    {"suite": suite, "ladder": ladder, "retention": retention}[what](n)
     with open(os.path.join(REPO, "_build", "runtime", "patch-id")) as fh:
         print(f"runtime {fh.read().strip()}")

@@ -173,9 +173,9 @@ def test_the_suite_built_elsewhere_raises_no_alarm_against_its_baselines(tmp_pat
 @pytest.mark.needs_runtime
 def test_holding_a_phase_fails_naming_peak_memory_and_the_holding_site(tmp_path):
     work = workdir(tmp_path, "w")
-    build(work, "phases.ml", HOLD="false")
+    build(work, "phases.ml", HOLD=0)
     update(work)
-    build(work, "phases.ml", HOLD="true")
+    build(work, "phases.ml", HOLD=1)
     r, b, bad = judge(work)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "alloc_sites" not in bad and "live" not in bad, bad
