@@ -21,9 +21,8 @@ import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import overhead, runner, schedule, stats
+from . import overhead, runner, schedule
 from . import plan as P
-from . import rows as R
 from . import verdict as V
 from .context import Context
 from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
