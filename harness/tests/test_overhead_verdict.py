@@ -12,7 +12,6 @@ and the check without changing the benchmark's arguments.
 """
 
 import json
-import os
 import re
 import subprocess
 
