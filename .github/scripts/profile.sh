@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# profile.sh [--base-sha SHA] [--shard K/N] [--patch-id-file FILE] MANIFEST OUT_DIR [-- PROFILE_ARG...]
+# profile.sh [--base-sha SHA] [--shard K/N] [--patch-id-file FILE] [--baselines PATH] MANIFEST OUT_DIR [-- PROFILE_ARG...]
 #
 # The measuring half of the split gate, run in the build job on the code under
 # test: `memprof-ci profile --manifest MANIFEST [--base-manifest BASE] --out
@@ -8,8 +8,12 @@
 #
 # --base-sha SHA (pull requests): MANIFEST as it is in commit SHA is extracted
 # with base-baselines.sh and passed as --base-manifest, so the benchmarks run
-# with the base branch's rate, seeds and frames. A base without MANIFEST (the
-# pull request adds memprof-ci) runs without --base-manifest.
+# with the base branch's rate, seeds and frames; the baselines at PATH
+# (default `baselines`) in commit SHA are extracted likewise and passed as
+# --baselines, so a benchmark runs as its trusted baseline's plan says
+# (exact or sampled, a `detect` plan's rate and seeds). A base without
+# MANIFEST (the pull request adds memprof-ci) runs without --base-manifest.
+# Without --base-sha (a push), --baselines is PATH in the checkout.
 #
 # The harness command is `env PYTHONPATH=$MEMPROF_CI_HARNESS $MEMPROF_CI_PYTHON
 # -m memprof_ci` (defaults: the harness/ two levels above this script, i.e. of
@@ -27,18 +31,20 @@
 set -uo pipefail
 
 usage() {
-  echo "usage: $0 [--base-sha SHA] [--shard K/N] [--patch-id-file FILE] MANIFEST OUT_DIR [-- PROFILE_ARG...]" >&2
+  echo "usage: $0 [--base-sha SHA] [--shard K/N] [--patch-id-file FILE] [--baselines PATH] MANIFEST OUT_DIR [-- PROFILE_ARG...]" >&2
   exit 2
 }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 base_sha=
 shard=
 patch_id_file=
+baselines=baselines
 while [ "$#" -gt 0 ]; do
   case "$1" in
     --base-sha) [ "$#" -ge 2 ] || usage; base_sha=$2; shift 2 ;;
     --shard) [ "$#" -ge 2 ] || usage; shard=$2; shift 2 ;;
     --patch-id-file) [ "$#" -ge 2 ] || usage; patch_id_file=$2; shift 2 ;;
+    --baselines) [ "$#" -ge 2 ] || usage; baselines=$2; shift 2 ;;
     --) usage ;;
     -*) echo "profile: unknown option $1" >&2; usage ;;
     *) break ;;
@@ -72,12 +78,16 @@ trap 'rm -rf "$tmp"' EXIT
 args=(profile --manifest "$manifest")
 if [ -n "$base_sha" ]; then
   base_manifest="$tmp/base/$manifest"
-  "$here/base-baselines.sh" --manifest "$manifest" "$base_manifest" "$base_sha" - >&2 || exit 2
+  "$here/base-baselines.sh" --manifest "$manifest" "$base_manifest" "$base_sha" \
+    "$tmp/base-baselines" "$baselines" >&2 || exit 2
   if [ -f "$base_manifest" ]; then
     args+=(--base-manifest "$base_manifest")
   else
     echo "profile: the base commit has no $manifest; profiling with the pull request's settings" >&2
   fi
+  args+=(--baselines "$tmp/base-baselines")
+else
+  args+=(--baselines "$baselines")
 fi
 args+=(--out "$out_dir")
 if [ -n "$shard" ]; then args+=(--shard "$shard"); fi

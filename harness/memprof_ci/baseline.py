@@ -139,16 +139,27 @@ def dumps(doc: dict) -> str:
 
 
 def _plan(plan, rate: float, seeds: list) -> dict | None:
-    """config.plan (plan.plan_sampling): the settings a manifest's `detect`
-    planned; they must be the ones the baseline was recorded with."""
+    """config.plan: the mode an "auto" benchmark was given (exactplan.py)
+    and the settings a manifest's `detect` planned (plan.plan_sampling);
+    they must be the ones the baseline was recorded with."""
     if plan is None:
         return None
     if not isinstance(plan, dict):
         raise InputError("config.plan must be an object")
-    out = {"detect": V.finite(plan.get("detect"), "config.plan.detect", lo=0, hi=1,
-                              lo_open=True),
+    out = {"detect": None if plan.get("detect") is None else
+           V.finite(plan.get("detect"), "config.plan.detect", lo=0, hi=1, lo_open=True),
            "from_rate": V.finite(plan.get("from_rate"), "config.plan.from_rate", lo=0,
                                  hi=1, lo_open=True)}
+    if "mode" in plan:
+        if plan["mode"] not in ("exact", "sampled"):
+            raise InputError("config.plan.mode must be \"exact\" or \"sampled\"")
+        out["exact_limit"] = V.finite(plan.get("exact_limit"), "config.plan.exact_limit", lo=0)
+        if plan.get("exact_cost") is not None:
+            out["exact_cost"] = V.finite(plan["exact_cost"], "config.plan.exact_cost", lo=0)
+        if (plan["mode"] == "exact") != (rate == 1):
+            raise InputError("config.plan.mode does not match config.rate")
+    elif out["detect"] is None:
+        raise InputError("config.plan has neither a mode nor a detect")
     for k in ("seeds", "from_seeds"):
         v = plan.get(k)
         if not (isinstance(v, list) and v and len(v) <= 10_000):
@@ -158,6 +169,8 @@ def _plan(plan, rate: float, seeds: list) -> dict | None:
     if out["rate"] != rate or out["seeds"] != list(seeds):
         raise InputError("config.plan does not match config.rate and config.seeds")
     return dict(plan, **out)
+
+
 def _nested(d: dict, indent: int, one) -> str:
     """An object with one line per key, and objects in it likewise: an
     overhead record whose counts and times each sit on their own line."""

@@ -268,10 +268,11 @@ def _patch_notes(report: dict, running: list) -> list:
 
 
 def _recorded_plan(baselines_dir: str, bench) -> dict | None:
-    """The `detect` plan of the benchmark's baseline, if it has one and loads:
-    profile mode only chooses how to run from it; the judge verifies it."""
+    """The plan of the benchmark's baseline (exact or sampled for "auto",
+    a `detect` plan's rate and seeds), if it has one and loads: profile mode
+    only chooses how to run from it; the judge verifies it."""
     path = bl.baseline_path(baselines_dir, bench.name)
-    if bench.detect is None or not os.path.lexists(path):
+    if (bench.detect is None and bench.mode != "auto") or not os.path.lexists(path):
         return None
     try:
         return bl.load_baseline(path, bench.name).meta.get("plan")
@@ -382,9 +383,11 @@ def _run_update(args) -> int:
         family = family_size(a for a in written.values() if a is not None)
         for name in sorted(written):
             print(f"memprof-ci: wrote {rep['benchmarks'][name]['baseline_written']}")
-            if rep["benchmarks"][name].get("plan"):
-                print("memprof-ci:   " + plan_line(ctx.benches[name],
-                                                   rep["benchmarks"][name]["plan"]))
+            b = rep["benchmarks"][name]
+            if b.get("mode_plan"):
+                print("memprof-ci:   " + b["mode_plan"])
+            if (b.get("plan") or {}).get("power"):
+                print("memprof-ci:   " + plan_line(ctx.benches[name], b["plan"]))
             if written[name] is not None:
                 print("memprof-ci:   " + stated_power(ctx.benches[name], written[name], family,
                                                       POWER_SHARE))

@@ -23,6 +23,11 @@ class InfraError(MemprofError):
     """A benchmark or tool crashed, timed out, or is missing."""
 
 
+class CpuLimit(InfraError):
+    """A run stopped at the CPU time it was allowed (runner.run_once's
+    cpu_limit); the caller decides whether that is an error."""
+
+
 class ProposedBaselineMismatch(MemprofError):
     """Proposed baselines disagree with what the code actually allocates."""
 

@@ -36,7 +36,8 @@ SETTINGS = {
     "overhead_time_fails": False,
     "concurrent": False,
     "grouping": "function",
-    "mode": "sampled",
+    "mode": "auto",
+    "exact_limit": 2.0,
     "detect": None,
     "detect_cost": 4.0,
     "timeout": 600.0,
@@ -46,7 +47,7 @@ SETTINGS = {
 # says how to build and run (command, cwd, env, timeout) and may add
 # benchmarks.
 VERDICT_SETTINGS = tuple(k for k in SETTINGS if k != "timeout")
-MODES = ("sampled", "exact")
+MODES = ("auto", "sampled", "exact")
 EXACT_MIN_EFFECT = 0.01   # min_effect of an exact benchmark unless the manifest sets one
 BENCH_ONLY = ("name", "command", "cwd", "env", "overhead_args")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -80,7 +81,11 @@ class Benchmark:
     grouping: str = "function"
     # "exact": every word is counted (rate 1, so one run; the seed cannot
     # change anything) and the site verdict needs no test (verdict.classify).
-    mode: str = "sampled"
+    # "auto": exact when update-baselines finds that one run at rate 1 costs
+    # at most exact_limit times the sampled runs (exactplan.py), as its
+    # baseline then records; sampled otherwise.
+    mode: str = "auto"
+    exact_limit: float = 2.0
     # The smallest increase to catch with 90% power at every site holding
     # min_share: update-baselines plans rate and seeds for it (plan.py),
     # spending at most detect_cost times the manifest's profiled runs.
@@ -89,11 +94,23 @@ class Benchmark:
     timeout: float = 600.0
     # Arguments of the counted overhead runs in place of command[1:].
     overhead_args: list | None = None
+    # Not manifest keys: the min_effect an exact run takes (the manifest's
+    # own, else EXACT_MIN_EFFECT), and the rate of the sampled runs that
+    # an exact run replaced (the overhead check measures that rate).
+    exact_min_effect: float = EXACT_MIN_EFFECT
+    sampled_rate: float | None = None
 
     def __post_init__(self):
         if self.mode == "exact":
+            if self.sampled_rate is None:
+                self.sampled_rate = self.rate
             self.rate = 1.0
             self.seeds = list(self.seeds[:1])
+
+    @property
+    def profiled_rate(self) -> float:
+        """The rate profiling costs are measured at: the sampled rate."""
+        return self.rate if self.sampled_rate is None else self.sampled_rate
 
     def params(self) -> dict:
         return {"alpha": self.alpha, "min_effect": self.min_effect,
@@ -157,6 +174,10 @@ def _check_setting(where: str, key: str, v):
     if key == "detect":
         if not _num(v) or not 0 < v < 1:
             raise bad(f"must be a fraction in (0, 1) such as 0.05 (5%), got {v!r}")
+        return float(v)
+    if key == "exact_limit":
+        if not _num(v) or not 0 <= v <= 1000:
+            raise bad(f"must be a number in [0, 1000] (0: never exact), got {v!r}")
         return float(v)
     if key == "detect_cost":
         if not _num(v) or not 1 <= v <= 1000:
@@ -252,7 +273,9 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
         for k in SETTINGS:
             if k in b:
                 settings[k] = _check_setting(where, k, b[k])
-        if "min_effect" not in b and "min_effect" not in d:
+        if "min_effect" in b or "min_effect" in d:
+            settings["exact_min_effect"] = settings["min_effect"]
+        else:
             if settings["mode"] == "exact":
                 # Counted, not sampled: a smaller change is no noise.
                 settings["min_effect"] = EXACT_MIN_EFFECT
@@ -297,7 +320,8 @@ def judged_with(pr: Manifest, base: Manifest) -> tuple[Manifest, list]:
             if getattr(b, k) != want[k]:
                 changes.append({"benchmark": b.name, "setting": k,
                                 "pull_request": getattr(b, k), "base": want[k]})
-        out.append(dataclasses.replace(b, **{k: want[k] for k in VERDICT_SETTINGS}))
+        out.append(dataclasses.replace(b, exact_min_effect=src.exact_min_effect,
+                                       **{k: want[k] for k in VERDICT_SETTINGS}))
     return dataclasses.replace(pr, benchmarks=out), changes
 
 

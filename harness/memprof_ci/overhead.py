@@ -64,7 +64,7 @@ def counted_args(bench) -> list:
 def counted_env(bench, on: bool) -> dict:
     env = {"PATH": os.environ.get("PATH", os.defpath), **bench.env}
     if on:
-        env["OCAMLMEMPROF"] = memprof_env_value(bench.rate, bench.seeds[0], bench.frames,
+        env["OCAMLMEMPROF"] = memprof_env_value(bench.profiled_rate, bench.seeds[0], bench.frames,
                                                 "/dev/stdout")
     return env
 
@@ -291,8 +291,9 @@ def over_budget(measured: dict, bench) -> str | None:
     or None.  Overhead grows in proportion to the samples, so to the rate."""
     if measured["ci_low"] <= bench.overhead_budget:
         return None
-    rate = nice_rate_below(bench.rate, bench.overhead_budget / max(measured["estimate"], 1e-9))
+    rate = nice_rate_below(bench.profiled_rate,
+                           bench.overhead_budget / max(measured["estimate"], 1e-9))
     return (f"benchmark {bench.name!r}: profiling overhead {measured['estimate']:+.1%} "
             f"(estimated cycles) is over the budget {bench.overhead_budget:.0%} at rate "
-            f"{bench.rate:g}; rate = {rate:g} should meet it (overhead grows with the "
+            f"{bench.profiled_rate:g}; rate = {rate:g} should meet it (overhead grows with the "
             f"rate), or raise overhead_budget")

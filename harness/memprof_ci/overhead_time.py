@@ -60,7 +60,7 @@ def measure(bench, work_dir: str, hyperfine: str = "hyperfine",
         js = os.path.join(tmp, "hyperfine.json")
         off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
         on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
-            bench.rate, bench.seeds[0], bench.frames, prof, per_process=True),
+            bench.profiled_rate, bench.seeds[0], bench.frames, prof, per_process=True),
             *bench.command])
 
         def rounds(count):

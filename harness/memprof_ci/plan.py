@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from .exactplan import exact_form
 from .stats import POWER, min_detectable_increase
 
 MAX_FACTOR = 1e4
@@ -150,7 +151,7 @@ def plan_sampling(bench, pilot, family: int) -> dict | None:
     1, 2 or 5 x 10^k), then more seeds, at most detect_cost times the
     manifest's.  None without `detect`.  "reachable" says whether the
     budget sufficed (if not, the plan is the budget's best)."""
-    if bench.detect is None or bench.mode == "exact":
+    if bench.detect is None or bench.rate == 1:
         return None
     f = needed_factor(pilot, bench.min_share, bench.alpha, family, bench.detect, DETECT_POWER)
     reachable = f is not None
@@ -169,15 +170,21 @@ def plan_sampling(bench, pilot, family: int) -> dict | None:
 
 
 def planned(bench, plan: dict | None):
-    """The benchmark as its baseline's plan runs it: the plan's rate and
-    seeds when the plan was made for this manifest's detect, rate and seeds;
-    else the benchmark unchanged (a stale plan is then reported as a
-    settings mismatch by the baseline's compatibility check)."""
-    if (bench.detect is None or not plan or plan.get("detect") != bench.detect
+    """The benchmark as its baseline's plan runs it, when the plan was made
+    for this manifest's mode, detect, rate and seeds: counted exactly when
+    an "auto" benchmark's plan chose it (exactplan.py), else at the plan's
+    rate and seeds.  Otherwise the benchmark unchanged (a stale plan is then
+    reported as a settings mismatch by the baseline's compatibility check)."""
+    if (not plan or plan.get("detect") != bench.detect
             or plan.get("from_rate") != bench.rate
-            or plan.get("from_seeds") != list(bench.seeds)):
+            or plan.get("from_seeds") != list(bench.seeds)
+            or ("mode" in plan) != (bench.mode == "auto")
+            or (bench.detect is None and plan.get("mode") != "exact")):
         return bench
-    return dataclasses.replace(bench, rate=plan["rate"], seeds=list(plan["seeds"]))
+    if plan.get("mode") == "exact":
+        return exact_form(bench)
+    return dataclasses.replace(bench, mode="sampled", rate=plan["rate"],
+                               seeds=list(plan["seeds"]))
 
 
 def plan_line(bench, plan: dict) -> str:

@@ -21,7 +21,7 @@ import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import overhead, runner, schedule
+from . import exactplan, overhead, runner, schedule
 from . import plan as P
 from . import verdict as V
 from .context import Context
@@ -234,22 +234,42 @@ class UpdateItem(CheckItem):
                                     time_threshold=self.benchmark.overhead_budget))
 
     def _plan(self):
-        """With `detect`: plan rate and seeds from this first run (the
-        manifest's settings) and, when they change, record the planned run."""
-        pilot = self.agg
+        """Mode "auto": exact or sampled, from this first run (the
+        manifest's settings) and one run at rate 1 (exactplan.py).  With
+        `detect` and sampling: rate and seeds planned from the first run.
+        When the settings change, the planned run is the measurement."""
+        bench, pilot, plan = self.benchmark, self.agg, None
+        if bench.mode == "auto":
+            fields, exact = exactplan.choose(bench, pilot, self.ctx.measurements.profiles_dir)
+            self.ctx.result(self.bench)["mode_plan"] = exactplan.describe(self.bench, fields)
+            if exact is not None:
+                plan = dict(fields, detect=bench.detect, rate=exact.rate,
+                            seeds=list(exact.seeds))
+                self._use(P.planned(bench, plan), exact)
+                self.ctx.result(self.bench)["plan"] = plan
+                return plan
+            plan = dict(fields, detect=bench.detect, rate=bench.rate, seeds=list(bench.seeds))
         family = (len(pilot.sites) + sum(1 for x in pilot.sites.values() if x.live_samples)
                   + sum(1 for x in pilot.sites.values() if x.peak_samples)) * len(self.ctx.benches)
-        plan = P.plan_sampling(self.benchmark, pilot, family)
+        detect = P.plan_sampling(bench, pilot, family)
+        if detect is not None:
+            plan = dict(plan or {}, **detect)
         if plan is None:
             return None
-        bench = P.planned(self.benchmark, plan)
-        self.ctx.benches[self.bench] = bench
-        if bench is not self.benchmark or (plan["rate"], plan["seeds"]) != (
-                self.agg.rate, list(self.agg.seeds)):
-            self.agg = runner.collect(bench, self.ctx.measurements.profiles_dir)
-            self.ctx.measurements.replace(self.bench, self.agg)
+        planned = P.planned(bench, plan)
+        agg = None
+        if (plan["rate"], plan["seeds"]) != (pilot.rate, list(pilot.seeds)):
+            agg = runner.collect(planned, self.ctx.measurements.profiles_dir)
+        self._use(planned, agg)
         self.ctx.result(self.bench)["plan"] = plan
         return plan
+
+    def _use(self, bench, agg):
+        """The benchmark now runs as `bench`; `agg`, if any, is its run."""
+        self.ctx.benches[self.bench] = bench
+        if agg is not None:
+            self.agg = agg
+            self.ctx.measurements.replace(self.bench, agg)
 
     def runtest(self):
         doc = bl.to_document(self.agg, self.ov, runner.patch_id(),

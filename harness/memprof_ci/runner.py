@@ -7,18 +7,24 @@ in memtrace_viewer; the judge never reads it.  Invariants: a stale profile is re
 each run so a run that writes nothing can never be mistaken for a result;
 every failure (missing command, crash, non-zero exit, timeout, no profile,
 profile taken with other settings) raises InfraError or InputError with the
-tail of the benchmark's stderr.
+tail of the benchmark's stderr.  Each run's CPU time (user + system of the
+benchmark's processes) is measured; `collect` records their sum and the
+harness's own CPU time reading the profiles in the aggregate's
+meta["cpu_seconds"].
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
+import resource
 import signal
 import subprocess
+import time
 
-from .errors import InfraError, InputError
+from .errors import CpuLimit, InfraError, InputError
 from .sites import Aggregate, aggregate_paths
 
 STDERR_TAIL = 600
@@ -86,11 +92,30 @@ def _tail(data) -> str:
     return "stderr tail: " + text.replace("\n", " | ")
 
 
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _cpu_limiter(seconds: float | None):
+    """A preexec_fn that stops the child (SIGXCPU) after `seconds` of CPU."""
+    if seconds is None:
+        return None
+    soft = max(1, math.ceil(seconds))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    return limit
+
+
 def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dict | None = None,
-             argv0: str | None = None, tag: str = "") -> str:
+             argv0: str | None = None, tag: str = "", usage: dict | None = None,
+             cpu_limit: float | None = None) -> str:
     """One profiled run; `extra_env`, `argv0` (the program's argv[0], the
     same file) and `tag` (in the profile's name) serve the GC schedule's
-    dithered runs (schedule.py)."""
+    dithered runs (schedule.py).  `usage["cpu"]` gains the run's CPU
+    seconds; with `cpu_limit`, a run past that much CPU time is stopped and
+    raises CpuLimit."""
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{bench.name}.{seed}{tag}.json")
     ctf = os.path.join(out_dir, f"{bench.name}.{seed}.ctf") if trace else None
@@ -102,6 +127,7 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")
+    cpu0 = _children_cpu()
     try:
         # A new session lets a timeout kill the whole process group, so a
         # grandchild holding stderr open cannot hang the harness.
@@ -109,7 +135,7 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
                                 executable=bench.command[0], cwd=bench.cwd, env=env,
                                 stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_cpu_limiter(cpu_limit))
     except FileNotFoundError:
         raise InfraError(f"benchmark {bench.name!r}: command not found: {bench.command[0]}; "
                          f"build it (with the memprof-ci runtime: `make runtime`) or fix "
@@ -130,6 +156,11 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
                          f"{bench.timeout:g}s; raise `timeout` in the manifest or make it "
                          f"faster; {_tail(err)}") from None
     r = subprocess.CompletedProcess(bench.command, proc.returncode, None, err)
+    if usage is not None:
+        usage["cpu"] = usage.get("cpu", 0.0) + _children_cpu() - cpu0
+    if cpu_limit is not None and r.returncode == -signal.SIGXCPU:
+        raise CpuLimit(f"benchmark {bench.name!r} (seed {seed}) stopped at its CPU limit "
+                       f"of {cpu_limit:.2f}s")
     if r.returncode != 0:
         how = (f"was killed by signal {-r.returncode}" if r.returncode < 0
                else f"exited with status {r.returncode}")
@@ -141,10 +172,19 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
     return out
 
 
-def collect(bench, out_dir: str) -> Aggregate:
-    """Run every seed, validate the profiles and sum them into sites."""
-    paths = [run_once(bench, seed, out_dir, trace=i == 0) for i, seed in enumerate(bench.seeds)]
-    return _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
+def collect(bench, out_dir: str, cpu_limit: float | None = None) -> Aggregate:
+    """Run every seed, validate the profiles and sum them into sites; with
+    `cpu_limit`, each run may use that much CPU time (else CpuLimit)."""
+    usage = {}
+    # The reviewer's memtrace trace comes from a sampled run: at rate 1 it
+    # would hold every allocation.
+    paths = [run_once(bench, seed, out_dir, trace=i == 0 and bench.rate < 1, usage=usage,
+                      cpu_limit=cpu_limit)
+             for i, seed in enumerate(bench.seeds)]
+    own = time.process_time()
+    agg = _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
+    agg.meta["cpu_seconds"] = usage.get("cpu", 0.0) + time.process_time() - own
+    return agg
 
 
 def collect_one(bench, seed: int, out_dir: str, extra_env: dict, argv0: str | None,

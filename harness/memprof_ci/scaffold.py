@@ -47,6 +47,10 @@ MANIFEST = """\
 #                   baseline recorded by more than this
 #   overhead_runs   paired timed runs with and without profiling (time is
 #                   shown, not judged, unless overhead_time_fails = true)
+#   mode            "auto": counted exactly (rate 1, one run) when that run
+#                   costs at most exact_limit (2) times the sampled runs, as
+#                   update-baselines measures once and records; "exact" or
+#                   "sampled" forces either
 #   timeout         seconds per run
 # `memprof-ci plan` tells what these settings can detect, and what would
 # detect more.

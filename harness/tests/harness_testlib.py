@@ -83,8 +83,12 @@ def spec_sites(words_by_site, live=0.1):
 
 
 def write_manifest(d, benches, defaults=None):
-    """benches: list of dicts with name and spec (dict) or raw command."""
+    """benches: list of dicts with name and spec (dict) or raw command.
+    The mode is "sampled" unless the test sets one: "auto" decides by timing
+    a run (test_exactplan.py tests it on its own)."""
     lines = []
+    if not any("mode" in x for x in [defaults or {}, *benches]):
+        defaults = dict(defaults or {}, mode="sampled")
     if defaults:
         lines.append("[defaults]")
         for k, v in defaults.items():

@@ -138,7 +138,7 @@ def retention(paths, holds=(256, 64, 16, 4, 1)):
             d = os.path.join(root, "d" + "-longer-path" * 3 * p)
             os.makedirs(d)
             with open(os.path.join(d, "benchmarks.toml"), "w") as fh:
-                fh.write('[defaults]\nrate = 1e-3\n\n[[benchmark]]\nname = "prog"\n'
+                fh.write('[defaults]\nmode = "sampled"\nrate = 1e-3\n\n[[benchmark]]\nname = "prog"\n'
                          'command = ["./prog.exe"]\n')
             for hold in (0,) + holds:
                 with open(os.path.join(d, "prog.ml"), "w") as fh:

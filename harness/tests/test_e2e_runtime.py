@@ -20,6 +20,7 @@ DATA = os.path.join(HERE, "data", "e2e")
 
 MANIFEST = """\
 [defaults]
+mode = "sampled"
 rate = 1e-3
 seeds = [1, 2, 3]
 frames = 32

@@ -21,7 +21,7 @@ OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 DATA = os.path.join(HERE, "data", "moved")
 
 MANIFESTS = {
-    "sampled": 'rate = 1e-3\nseeds = [1, 2, 3]\n',
+    "sampled": 'mode = "sampled"\nrate = 1e-3\nseeds = [1, 2, 3]\n',
     "exact": 'mode = "exact"\n',
 }
 

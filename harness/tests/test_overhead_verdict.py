@@ -34,7 +34,7 @@ def fake_project(tmp_path, budget=0.10, extra="", work=0.3):
     (tmp_path / "benchmarks.toml").write_text(
         "[defaults]\nrate = 1e-3\nseeds = [1, 2]\noverhead_runs = 3\n"
         f"overhead_budget = {budget}\n{extra}\n"
-        "[[benchmark]]\nname = \"costly\"\n"
+        "[[benchmark]]\nname = \"costly\"\nmode = \"sampled\"\n"
         f"command = {json.dumps([PY, *args, '--work', str(work)])}\n"
         f"overhead_args = {json.dumps(args)}\n"
         "env = { PYTHONHASHSEED = \"0\" }\n")

@@ -29,7 +29,7 @@ DATA = os.path.join(HERE, "data", "schedule")
 BASE_SIZE = 2000          # ladder.ml's list length at step 0; +1% a step
 STEPS = 12
 SPREAD_RUNS = {"MEMPROF_CI_SCHEDULE_RUNS": "12"}   # the default, as a user runs it
-MANIFEST = ('[defaults]\nrate = 1e-3\nseeds = [1, 2, 3]\ntimeout = 120\n\n'
+MANIFEST = ('[defaults]\nmode = "sampled"\nrate = 1e-3\nseeds = [1, 2, 3]\ntimeout = 120\n\n'
             '[[benchmark]]\nname = "prog"\ncommand = ["./prog.exe"]\n')
 
 

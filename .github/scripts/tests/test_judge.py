@@ -30,7 +30,10 @@ HARNESS = str(REPO_ROOT / "harness")
 MANIFEST = "benchmarks/benchmarks.toml"
 ACCEPT = "memprof-ci: accept"
 
-SETTINGS = {"rate": 1e-3, "seeds": [1, 2, 3], "alpha": 0.01, "min_effect": 0.05}
+# "sampled": the default "auto" would choose by timing a run (exactplan.py);
+# test_profile_runs_as_the_base_baselines_plan_says tests it here.
+SETTINGS = {"mode": "sampled", "rate": 1e-3, "seeds": [1, 2, 3], "alpha": 0.01,
+            "min_effect": 0.05}
 
 
 def manifest_text(benches=("a", "b"), settings=None, renames=None):
@@ -881,6 +884,38 @@ def test_gate_judge_step_after_a_failed_plan_is_an_error(repo, tmp_path):
 
 
 # ---------------------------------------------------------------- profile.sh alone
+
+def test_profile_runs_as_the_base_baselines_plan_says(repo, tmp_path):
+    """A benchmark of mode "auto" runs exact or sampled as its trusted
+    baseline's plan says: on a pull request profile.sh reads the base
+    commit's baselines, not the pull request's copy (here flipped)."""
+    r, _ = repo
+
+    def to_auto(rr):
+        write(rr, MANIFEST, manifest_text(settings={"mode": '"auto"'}))
+        update_baselines(rr)
+
+    base = commit_on_main(r, to_auto)
+    trusted = json.loads((r / "baselines" / "a.json").read_text())["config"]
+    assert trusted["plan"]["mode"] in ("exact", "sampled")
+
+    def flip(rr):
+        path = rr / "baselines" / "a.json"
+        doc = json.loads(path.read_text())
+        cfg = doc["config"]
+        exact = cfg["plan"]["mode"] == "exact"
+        rate, seeds = (SETTINGS["rate"], SETTINGS["seeds"]) if exact else (1.0, [1])
+        cfg.update(rate=rate, seeds=seeds)
+        cfg["plan"].update(mode="sampled" if exact else "exact", rate=rate, seeds=seeds)
+        path.write_text(json.dumps(doc))
+
+    pr_merge(r, base, flip)
+    profile(r, tmp_path / "run", base)
+    prof = json.loads((tmp_path / "run" / "profiles" / "a.1.json").read_text())
+    assert prof["config"]["rate"] == trusted["rate"]
+    runs = sorted(p.name for p in (tmp_path / "run" / "profiles").glob("a.*.json"))
+    assert len(runs) == len(trusted["seeds"]), runs
+
 
 def test_profile_without_run_json_is_an_error(tmp_path):
     stub = tmp_path / "stub"

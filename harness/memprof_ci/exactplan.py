@@ -1,0 +1,74 @@
+"""Exact or sampled: the choice for a benchmark of `mode = "auto"`.
+
+The rule: a benchmark is counted exactly (rate 1, one run, every word)
+when that run costs at most `exact_limit` (default 2) times the CPU time of
+the sampled runs a check would otherwise make (its seeds at its rate), and
+is sampled otherwise.  Counting exactly costs a callback per allocated
+block, so programs of few, large blocks count exactly for little and
+programs of many small blocks do not (benchmarks/RESULTS.md, "Exact mode's
+cost").  With the default limit, a check of a suite takes at most about
+twice its sampled time.
+
+Invariants:
+- the choice is made once, by update-baselines, and recorded with its
+  figures in the baseline's config.plan (`mode`, `exact_cost`,
+  `exact_limit`); check and profile read it from the trusted baseline
+  (plan.planned), so a check's mode never depends on a timing of its own;
+- costs are CPU time (user + system of the benchmark's processes), which a
+  busy machine disturbs less than wall time;
+- the rate-1 run is stopped once it passes its limit (RLIMIT_CPU), so a
+  benchmark too costly to count costs update-baselines at most its limit
+  once more; any other failure of that run is an error, as for every run;
+- the rate-1 run that fits is the exact measurement itself: the benchmark
+  is not run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import runner
+from .errors import CpuLimit
+
+MIN_CPU = 0.01
+
+
+def exact_form(bench):
+    """The benchmark counted exactly: rate 1, its first seed, and the
+    min_effect of exact runs."""
+    return dataclasses.replace(bench, mode="exact", min_effect=bench.exact_min_effect)
+
+
+def fits(exact_cpu: float | None, sampled_cpu: float, limit: float) -> bool:
+    """The rule: one exact run within `limit` times the sampled runs."""
+    return limit > 0 and exact_cpu is not None and exact_cpu <= limit * sampled_cpu
+
+
+def choose(bench, sampled, profiles_dir: str):
+    """(plan fields, exact Aggregate or None) for an "auto" benchmark whose
+    sampled measurement is `sampled` (runner.collect's, with its CPU time).
+    The plan fields say the mode chosen and why."""
+    # A run too short for the clock's resolution counts as 10 ms.
+    sampled_cpu = max(float(sampled.meta.get("cpu_seconds") or 0.0), MIN_CPU)
+    limit = bench.exact_limit
+    exact, cost, agg = exact_form(bench), None, None
+    if limit > 0:
+        try:
+            agg = runner.collect(exact, profiles_dir, cpu_limit=limit * sampled_cpu)
+            cost = agg.meta["cpu_seconds"] / sampled_cpu
+        except CpuLimit:
+            agg = None
+    chosen = fits(None if agg is None else agg.meta["cpu_seconds"], sampled_cpu, limit)
+    fields = {"mode": "exact" if chosen else "sampled",
+              "exact_cost": None if cost is None else round(cost, 3),
+              "exact_limit": limit, "from_rate": bench.rate, "from_seeds": list(bench.seeds)}
+    return fields, (agg if chosen else None)
+
+
+def describe(name: str, fields: dict) -> str:
+    """One line for update-baselines' output."""
+    cost = fields.get("exact_cost")
+    how = ("over the limit (stopped)" if cost is None else f"{cost:.2f}x the sampled runs")
+    return (f"{name}: {'counted exactly' if fields['mode'] == 'exact' else 'sampled'}: "
+            f"one run at rate 1 costs {how}, limit {fields['exact_limit']:g}x "
+            f"(exact_limit)")
