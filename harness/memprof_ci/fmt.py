@@ -4,9 +4,9 @@ A leaf module (it imports nothing of the harness), so that verdict.py can
 word its failure messages and report.py, report_html.py and plan.py can
 render, without importing each other.  Invariants: pure functions of their
 arguments; None (a value the JSON stores as null) prints as "-" or "inf",
-never raises; fmt_delta prints "~" for a change that is significant in
-neither direction (benchstat's convention) and "new" for a site the
-baseline lacks; worst_first orders rows by estimated byte increase, then
+never raises (overhead_text prints "-" for a record it cannot read);
+fmt_delta prints "~" for a change that is significant in neither direction
+(benchstat's convention) and "new" for a site the baseline lacks; worst_first orders rows by estimated byte increase, then
 benchmark and site, so every listing of regressions has one order.
 """
 
@@ -84,3 +84,53 @@ def site_name(r) -> str:
     via = f" (via {r['via']})" if r.get("via") else ""
     ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
     return f"{r['site']}{via}{ren}"
+
+
+def num_of(o: dict, k: str) -> float | None:
+    v = o.get(k) if isinstance(o, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def time_text(t) -> str:
+    """Time as information: CPU and wall medians with their intervals, or,
+    for a noisy one, only the spread of its pairs (never a precise figure)."""
+    if not isinstance(t, dict):
+        return ""
+    parts = []
+    for name, label in (("cpu", "CPU"), ("wall", "wall")):
+        f = t.get(name)
+        vals = [num_of(f, k) for k in ("estimate", "ci_low", "ci_high", "min", "max")]
+        if not isinstance(f, dict) or None in vals:
+            continue
+        est, lo, hi, mn, mx = vals
+        parts.append(f"{label} noisy (pairs {mn:+.0%} to {mx:+.0%})" if f.get("noise") else
+                     f"{label} {est:+.1%} [{lo:+.1%}, {hi:+.1%}]")
+    return "time " + ", ".join(parts) if parts else ""
+
+
+def overhead_text(o) -> str:
+    """An overhead record as one line: the counted estimate (its range when
+    counted several times), the threshold and its basis, then time."""
+    est, lo, hi = (num_of(o, k) for k in ("estimate", "ci_low", "ci_high"))
+    if est is None or lo is None or hi is None:
+        return "-"
+    c = o.get("counted")
+    if isinstance(c, dict):
+        runs = len(c.get("on") or [])
+        s = f"{est:+.2%} cycles"
+        if runs > 1:
+            s += f" [{lo:+.2%}, {hi:+.2%}] ({runs} runs)"
+        if num_of(o, "instructions") is not None:
+            s += f" ({num_of(o, 'instructions'):+.2%} instr.)"
+    else:
+        s = f"{est:+.1%} [{lo:+.1%}, {hi:+.1%}]"
+    thr = num_of(o, "threshold")
+    if thr is not None:
+        base_hi = num_of(o, "baseline_ci_high")
+        basis = (f"baseline {base_hi:+.2%} + tolerance"
+                 if o.get("basis") == "baseline" and base_hi is not None else "budget")
+        s += f" vs {thr:+.2%} ({basis})"
+    elif num_of(o, "baseline_estimate") is not None:
+        s += f" (baseline {num_of(o, 'baseline_estimate'):+.2%})"
+    t = time_text(o.get("time"))
+    return s + ("; " + t if t else "")

@@ -19,8 +19,8 @@ the same dictionary as HTML.
 from __future__ import annotations
 
 from . import mdsafe
-from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, site_name,
-                  worst_first)
+from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_text,
+                  site_name, worst_first)
 from .report_doc import CHECKS
 
 STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
@@ -140,56 +140,6 @@ def power_cell(b: dict) -> str:
     if p["exact"]:
         return "exact"
     return f"{fmt_mde(p['largest_mde'])}..{fmt_mde(p['worst_mde'])}"
-
-
-def _num(o: dict, k: str) -> float | None:
-    v = o.get(k) if isinstance(o, dict) else None
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
-def _time_text(t) -> str:
-    """Time as information: CPU and wall medians with their intervals, or,
-    for a noisy one, only the spread of its pairs (never a precise figure)."""
-    if not isinstance(t, dict):
-        return ""
-    parts = []
-    for name, label in (("cpu", "CPU"), ("wall", "wall")):
-        f = t.get(name)
-        vals = [_num(f, k) for k in ("estimate", "ci_low", "ci_high", "min", "max")]
-        if not isinstance(f, dict) or None in vals:
-            continue
-        est, lo, hi, mn, mx = vals
-        parts.append(f"{label} noisy (pairs {mn:+.0%} to {mx:+.0%})" if f.get("noise") else
-                     f"{label} {est:+.1%} [{lo:+.1%}, {hi:+.1%}]")
-    return "time " + ", ".join(parts) if parts else ""
-
-
-def overhead_text(o) -> str:
-    """An overhead record as one line: the counted estimate (its range when
-    counted several times), the threshold and its basis, then time."""
-    est, lo, hi = (_num(o, k) for k in ("estimate", "ci_low", "ci_high"))
-    if est is None or lo is None or hi is None:
-        return "-"
-    c = o.get("counted")
-    if isinstance(c, dict):
-        runs = len(c.get("on") or [])
-        s = f"{est:+.2%} cycles"
-        if runs > 1:
-            s += f" [{lo:+.2%}, {hi:+.2%}] ({runs} runs)"
-        if _num(o, "instructions") is not None:
-            s += f" ({_num(o, 'instructions'):+.2%} instr.)"
-    else:
-        s = f"{est:+.1%} [{lo:+.1%}, {hi:+.1%}]"
-    thr = _num(o, "threshold")
-    if thr is not None:
-        base_hi = _num(o, "baseline_ci_high")
-        basis = (f"baseline {base_hi:+.2%} + tolerance"
-                 if o.get("basis") == "baseline" and base_hi is not None else "budget")
-        s += f" vs {thr:+.2%} ({basis})"
-    elif _num(o, "baseline_estimate") is not None:
-        s += f" (baseline {_num(o, 'baseline_estimate'):+.2%})"
-    t = _time_text(o.get("time"))
-    return s + ("; " + t if t else "")
 
 
 def _overhead_cell(b: dict, md: bool = False) -> str:

@@ -3,7 +3,7 @@
 Rendered from the same decided report dictionary as report.md and
 report.json (report_doc.py), plus the per-benchmark "stacks" entry of
 stackgraph.py.  Per benchmark: the status
-row and overhead (report.overhead_text: the counted estimate, and time
+row and overhead (fmt.overhead_text: the counted estimate, and time
 with its spread), a sortable site table, icicle graphs of
 sampled bytes by call stack for the baseline and the current run, a
 differential icicle coloured by relative change where a node's change is
@@ -42,8 +42,8 @@ import re
 import urllib.parse
 
 from . import mdsafe
-from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p
-from .report import STATUS_CHECKS, headline, overhead_text, peak_lines, power_cell, preamble
+from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
+from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
 from .stackgraph import NODE_ALPHA, graph_data
 

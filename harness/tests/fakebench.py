@@ -12,7 +12,7 @@ amplitude, "shift": n}, which moves promoted_words, major_words and
 top_heap_words by up to that fraction of themselves and each site's
 fraction live at the peak by up to that much, as a deterministic function
 of the schedule a run gets: its minor heap size (OCAMLRUNPARAM s=),
-argv[0]'s length and "shift" (a rebuild elsewhere).
+the interpreter's argv[0] length and "shift" (a rebuild elsewhere).
 It reads OCAMLMEMPROF like the
 runtime does and writes a version-1 profile whose per-stack samples are
 Poisson(rate * words) draws from an RNG seeded by the OCAMLMEMPROF seed, so
@@ -113,7 +113,9 @@ def schedule_draw(spec, what):
     """A number in [-1, 1] fixed by the run's schedule (see the docstring)."""
     rp = os.environ.get("OCAMLRUNPARAM", "")
     s = [x[2:] for x in rp.split(",") if x.startswith("s=")]
-    key = f"{what}/{s[-1] if s else ''}/{len(sys.argv[0])}/{spec['schedule'].get('shift', 0)}"
+    # The interpreter's argv[0] as invoked (a dithered run pads it), not the
+    # script's path, which depends on where the checkout is.
+    key = f"{what}/{s[-1] if s else ''}/{len(sys.orig_argv[0])}/{spec['schedule'].get('shift', 0)}"
     return random.Random(key).uniform(-1.0, 1.0)
 
 
