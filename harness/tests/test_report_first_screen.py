@@ -25,6 +25,7 @@ else to _build/test-artifacts/report-html/ under the repository, and their
 paths printed.
 """
 
+import base64
 import json
 import os
 
@@ -100,7 +101,14 @@ def keep(br, name, full=False, at=None):
     path = os.path.join(artifacts_dir(), name)
     if at:
         br.eval(f"document.querySelector({json.dumps(at)}).scrollIntoView()")
-    (br.screenshot if full else br.screen)(path)
+    if full:     # the whole page, 1400 px wide like the screen
+        height = br.eval("document.documentElement.scrollHeight")
+        data = br.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                       clip={"x": 0, "y": 0, "width": VIEW_W, "height": height, "scale": 1})
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(data["data"]))
+    else:
+        br.screen(path)
     assert os.path.getsize(path) > 10_000, path   # a blank page is a few KB
     print(f"screenshot: {path}")
     return path
