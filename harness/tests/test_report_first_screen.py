@@ -1,6 +1,6 @@
 """report.html as a reviewer first sees it, in Debian's headless Chromium.
 
-A fakebench project shaped like a real library (27 sites with call stacks
+A fakebench project shaped like a real library (26 sites with call stacks
 14 frames deep and library-prefixed names such as
 `Re__Automata.State.create`, every site holding memory at the peak) records
 its baselines; then one site allocates three times as much through one of
