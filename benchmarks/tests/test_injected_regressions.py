@@ -166,10 +166,13 @@ def test_html_report_of_an_injected_regression_in_chromium(tmp_path):
         marked = br.eval(f"Array.from(document.querySelectorAll('svg#diff-{bench} "
                          "rect.regressed')).map(r => r.getAttribute('data-frame'))")
         assert marked and set(marked) == {site}
-        # The outlined nodes grew significantly: coloured red, not noise grey.
-        fills = br.eval(f"Array.from(document.querySelectorAll('svg#diff-{bench} "
-                        "rect.regressed')).map(r => r.getAttribute('fill'))")
-        assert any(f.startswith("rgb(255,") for f in fills), fills
+        # The outlined nodes' share grew significantly: drawn strong red.
+        hot = br.eval(f"Array.from(document.querySelectorAll('svg#diff-{bench} "
+                      "rect.hot')).map(r => r.getAttribute('data-frame'))")
+        assert site in hot, hot
+        # The worst regression's graph is at the top of the page, the site outlined.
+        assert br.eval("Array.from(document.querySelectorAll('svg#focus-svg rect.regressed'))"
+                       ".map(r => r.getAttribute('data-frame'))")[:1] == [site]
         br.eval(f"document.querySelector('#sites-{bench} tr.regression').click()")
         assert site in br.eval(f"document.getElementById('panel-{bench}').textContent")
         shot = br.screenshot(str(tmp_path / "injected-regression.png"))

@@ -2,13 +2,16 @@
 
 Rendered from the same decided report dictionary as report.md and
 report.json (report_doc.py), plus the per-benchmark "stacks" entry of
-stackgraph.py.  Per benchmark: the status
-row and overhead (fmt.overhead_text: the counted estimate, and time
-with its spread), a sortable site table, icicle graphs of
-sampled bytes by call stack for the baseline and the current run, a
-differential icicle coloured by relative change where a node's change is
-significant (exact two-sided test, Holm over the benchmark's nodes; grey
-otherwise) with regressed sites outlined, and, on clicking a site, its
+stackgraph.py.  The first screen holds the verdict, the regressed site rows
+(largest increase in bytes first) and the icicle graph of the worst one's
+heaviest stacks, baseline against current (stackgraph.focus_data).  Then
+the status of every benchmark and, per benchmark: the status row and
+overhead (fmt.overhead_text: the counted estimate, and time with its
+spread), a sortable table of the sites that changed with the unchanged
+rows of every check folded in a closed <details>, a differential icicle
+(the regressed sites' stacks highlighted where they grew; legend and
+colours in report_assets.py), icicle graphs of sampled bytes by call stack
+for the baseline and the current run, and, on clicking a site, its
 heaviest stacks and its lines with their samples.
 
 Invariants:
@@ -24,9 +27,11 @@ Invariants:
    attributes, never HTML.
 3. Bounded size: at most MAX_SITE_ROWS site rows per benchmark, and a
    benchmark's stack data (stacks and tree) is cut, lightest stacks first,
-   to STACK_BUDGET bytes of JSON; so report.html is at most about
-   PAGE_OVERHEAD + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark
-   (README, "HTML report").
+   to STACK_BUDGET bytes of JSON; the top of the page adds FOCUS_ROWS rows
+   and a graph within FOCUS_BUDGET; so report.html is at most about
+   PAGE_OVERHEAD + FOCUS_ROWS x ROW_BOUND + FOCUS_BUDGET
+   + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
+   "HTML report").
 4. Nothing is decided here: the exit code and errors come from
    report["verdict"], statuses from verdict.py; the node colouring of the
    differential view is display only (stackgraph.py).
@@ -45,12 +50,15 @@ from . import mdsafe
 from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
-from .stackgraph import NODE_ALPHA, graph_data
+from .report_assets import CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
+from .stackgraph import FOCUS_BUDGET, NODE_ALPHA, focus_data, graph_data
 
 MAX_SITE_ROWS = 200
 PAGE_OVERHEAD = 40_000      # CSS, JS and the page frame
 ROW_BOUND = 1_500           # bytes of one site row (names are clipped)
-STACKS_PER_SITE = 8         # heaviest stacks shown for a clicked site
+STACKS_PER_SITE = 8         # heaviest stacks shown for a clicked site, drawn for the worst
+FOCUS_ROWS = 8              # regressed site rows listed at the top of the page
+PAGE_BOUND_FIXED = PAGE_OVERHEAD + FOCUS_ROWS * ROW_BOUND + FOCUS_BUDGET
 
 
 # ------------------------------------------------------------ source links
@@ -153,48 +161,52 @@ def _top_lines(lines) -> dict:
     return dict(sorted(ok, key=lambda kv: (-kv[1], kv[0]))[:MAX_LINES])
 
 
-def _site_table(b, bi, src) -> str:
-    rows = _site_rows(b)
-    shown = rows[:MAX_SITE_ROWS]
-    out = [f'<table class="sites sortable" id="sites-{bi}"><thead><tr>'
-           '<th data-t="s">site</th><th data-t="s">check</th><th data-t="n">baseline</th>'
-           '<th data-t="n">current</th><th data-t="n">delta [95% CI]</th>'
-           '<th data-t="n">p (Holm)</th><th data-t="n">MDE (80%)</th><th data-t="s">status</th>'
-           '</tr></thead><tbody>']
-    for ri, r in enumerate(shown):
-        status = str(r.get("status") or "~")
-        cls = {"regression": "regression", "improvement": "improvement"}.get(status, "")
-        if r.get("renamed_from"):
-            cls += " renamed"
-        label = frame_label(r.get("function"), r.get("file")) if r.get("function") or \
-            r.get("file") else str(r.get("site"))
-        name = esc(r.get("site"))
-        extra = ""
-        if r.get("via"):
-            extra += f' <span class="via">via {esc(r["via"])}</span>'
-        if r.get("renamed_from"):
-            extra += f' <span class="note">renamed or moved from {esc(r["renamed_from"])}</span>'
-        word = {"regression": "REGRESSION", "improvement": "improvement",
-                "moved": "moved", "~": "~"}.get(status, esc(status))
-        if r.get("renamed_from") and status == "~":
-            word = "renamed or moved"
-        ratio = r.get("ratio")
-        delta_v = _num(ratio) if ratio is not None else ("1e300" if r.get("baseline_samples") == 0
-                                                         else "")
-        lines_top = _top_lines(r.get("lines"))
-        lines_attr = _attr_json({"cur": lines_top,
-                                 "base": _top_lines(r.get("baseline_lines")),
-                                 "file": r.get("file") if isinstance(r.get("file"), str)
-                                 and len(r["file"]) <= 300 else None})
-        line = r.get("line")
-        if line is None and lines_top:
-            k = next(iter(lines_top))  # the site's heaviest line
-            line = int(k) if k.isdigit() else None
-        url = source_url(src, r.get("file"), line)
-        link = f' <a class="src" href="{esc(url, 2000)}">source</a>' if url else ""
-        out.append(
-            f'<tr class="site {cls.strip()}" data-frame="{esc(label)}" data-check="{esc(r.get("check"))}"'
-            f' data-lines="{lines_attr}" tabindex="0">'
+_HEAD = ('<thead><tr><th data-t="s">site</th><th data-t="s">check</th>'
+         '<th data-t="n">baseline</th><th data-t="n">current</th><th data-t="n">delta [95% CI]</th>'
+         '<th data-t="n">p (Holm)</th><th data-t="n">MDE (80%)</th><th data-t="s">status</th>'
+         '</tr></thead>')
+
+
+def unchanged(r) -> bool:
+    """A "~" row that is not a rename: folded behind the table's toggle."""
+    return str(r.get("status") or "~") == "~" and not r.get("renamed_from")
+
+
+def _site_row(r, src) -> str:
+    status = str(r.get("status") or "~")
+    cls = {"regression": "regression", "improvement": "improvement"}.get(status, "")
+    if r.get("renamed_from"):
+        cls += " renamed"
+    if unchanged(r):
+        cls += " unchanged"
+    label = frame_label(r.get("function"), r.get("file")) if r.get("function") or \
+        r.get("file") else str(r.get("site"))
+    name = esc(r.get("site"))
+    extra = ""
+    if r.get("via"):
+        extra += f' <span class="via">via {esc(r["via"])}</span>'
+    if r.get("renamed_from"):
+        extra += f' <span class="note">renamed or moved from {esc(r["renamed_from"])}</span>'
+    word = {"regression": "REGRESSION", "improvement": "improvement",
+            "moved": "moved", "~": "~"}.get(status, esc(status))
+    if r.get("renamed_from") and status == "~":
+        word = "renamed or moved"
+    ratio = r.get("ratio")
+    delta_v = _num(ratio) if ratio is not None else ("1e300" if r.get("baseline_samples") == 0
+                                                     else "")
+    lines_top = _top_lines(r.get("lines"))
+    lines_attr = _attr_json({"cur": lines_top,
+                             "base": _top_lines(r.get("baseline_lines")),
+                             "file": r.get("file") if isinstance(r.get("file"), str)
+                             and len(r["file"]) <= 300 else None})
+    line = r.get("line")
+    if line is None and lines_top:
+        k = next(iter(lines_top))  # the site's heaviest line
+        line = int(k) if k.isdigit() else None
+    url = source_url(src, r.get("file"), line)
+    link = f' <a class="src" href="{esc(url, 2000)}">source</a>' if url else ""
+    return (f'<tr class="site {cls.strip()}" data-frame="{esc(label)}" '
+            f'data-check="{esc(r.get("check"))}" data-lines="{lines_attr}" tabindex="0">'
             f'<td data-v="{name}"><code>{name}</code>{extra}{link}</td>'
             f'<td data-v="{esc(r.get("check"))}">{esc(r.get("check"))}</td>'
             f'<td data-v="{_num(r.get("baseline_bytes"))}">{fmt_bytes(r.get("baseline_bytes"))}</td>'
@@ -203,9 +215,33 @@ def _site_table(b, bi, src) -> str:
             f'<td data-v="{_num(r.get("p_adj"))}">{fmt_p(r.get("p_adj"))}</td>'
             f'<td data-v="{_num(r.get("mde"))}">{fmt_mde(r.get("mde"))}</td>'
             f'<td data-v="{esc(status)}" class="st">{word}</td></tr>')
-    out.append("</tbody></table>")
-    if len(rows) > len(shown):
-        out.append(f'<p class="note">{len(rows) - len(shown)} more site(s) with the smallest '
+
+
+def _site_table(b, bi, src) -> str:
+    """The changed rows (regressions, improvements, moves, renames) in one
+    table; the unchanged rows of every check in a second table inside a
+    closed <details>."""
+    rows = _site_rows(b)
+    kept = rows[:MAX_SITE_ROWS]
+    changed = [r for r in kept if not unchanged(r)]
+    same = [r for r in kept if unchanged(r)]
+    out = []
+    if changed:
+        out.append(f'<table class="sites sortable" id="sites-{bi}">{_HEAD}<tbody>'
+                   + "".join(_site_row(r, src) for r in changed) + "</tbody></table>")
+    else:
+        out.append('<p class="note">No site changed significantly.</p>')
+    if same:
+        per = {}
+        for r in same:
+            per[str(r.get("check"))] = per.get(str(r.get("check")), 0) + 1
+        counts = ", ".join(f"{esc(k)} {n}" for k, n in sorted(per.items()))
+        out.append(f'<details class="unchanged" id="unchanged-{bi}"><summary>{len(same)} '
+                   f'unchanged site row(s) ({counts}): show</summary>'
+                   f'<table class="sites sortable" id="sites-{bi}-same">{_HEAD}<tbody>'
+                   + "".join(_site_row(r, src) for r in same) + "</tbody></table></details>")
+    if len(rows) > len(kept):
+        out.append(f'<p class="note">{len(rows) - len(kept)} more site(s) with the smallest '
                    f'allocation are in report.json.</p>')
     return "".join(out)
 
@@ -238,141 +274,74 @@ def _bench_section(name, b, bi, src) -> str:
     return "".join(out)
 
 
-CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}
-h1{font-size:1.4em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;
-text-align:left;vertical-align:top}th{background:#f3f3f3}
-table.sortable th{cursor:pointer}table.sortable th.asc:after{content:" \\25B2"}
-table.sortable th.desc:after{content:" \\25BC"}
-td.ok{color:#176117}td.fail,td.error{color:#a00;font-weight:bold}
-tr.regression{background:#fde2e2}tr.regression td.st{color:#a00;font-weight:bold}
-tr.improvement{background:#e2f0fd}tr.renamed td.st{color:#555;font-style:italic}
-tr.site{cursor:pointer}tr.site.selected{outline:2px solid #333}
-code{font-size:12px;word-break:break-all}.via,.note{color:#666;font-size:12px}
-.graphs svg{display:block;width:100%;border:1px solid #eee;margin:.2em 0 1em}
-.graphs h3,.panel h3{font-size:1em;margin:.6em 0 .2em}
-rect.n{stroke:#fff;stroke-width:.5}rect.regressed{stroke:#000;stroke-width:2.5}
-rect.sel{stroke:#f0f;stroke-width:2.5}text{font:11px monospace;pointer-events:none}
-.legend span{display:inline-block;padding:0 6px;margin-right:4px}
-.panel{background:#fafafa;border:1px solid #eee;padding:.3em .8em}
-.stack{margin:.3em 0 .6em;font:12px monospace}.stack div{white-space:pre}
-#errors{color:#a00}.badge{color:#fff;padding:0 .4em;border-radius:3px}
-.badge.pass{background:#176117}.badge.fail{background:#a00}.badge.error{background:#a60}
-"""
+def _regressions(report, names) -> list:
+    """(benchmark index, name, row) of every regressed site row, the
+    largest increase in bytes first."""
+    out = []
+    for bi, name in enumerate(names):
+        b = report["benchmarks"][name]
+        out += [(bi, name, r) for key in ("alloc", "live", "peak") for r in (b.get(key) or [])
+                if isinstance(r, dict) and r.get("status") == "regression"]
 
-JS = r"""
-(function(){
-'use strict';
-var D=JSON.parse(document.getElementById('memprof-data').textContent);
-function el(t,a,txt){var e=document.createElement(t);if(a)for(var k in a)e.setAttribute(k,a[k]);
- if(txt!=null)e.textContent=txt;return e;}
-function sv(t,a){var e=document.createElementNS('http://www.w3.org/2000/svg',t);
- for(var k in a)e.setAttribute(k,a[k]);return e;}
-function fb(x){if(x==null)return'-';var u=['B','KiB','MiB','GiB','TiB'];for(var i=0;i<u.length;i++){
- if(Math.abs(x)<1024||i==u.length-1)return i?x.toFixed(1)+' '+u[i]:x.toFixed(0)+' B';x/=1024;}}
-var WORD=8;
-// sortable tables
-Array.prototype.forEach.call(document.querySelectorAll('table.sortable'),function(t){
- var ths=t.tHead.rows[0].cells;
- Array.prototype.forEach.call(ths,function(th,i){th.addEventListener('click',function(){
-  var asc=!th.classList.contains('asc');
-  Array.prototype.forEach.call(ths,function(h){h.classList.remove('asc','desc');});
-  th.classList.add(asc?'asc':'desc');
-  var num=th.getAttribute('data-t')==='n',b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows);
-  rows.sort(function(x,y){var a=x.cells[i].getAttribute('data-v'),c=y.cells[i].getAttribute('data-v');
-   var r;if(num){a=a===''?-Infinity:+a;c=c===''?-Infinity:+c;r=a-c;}else r=a<c?-1:a>c?1:0;
-   return asc?r:-r;});
-  rows.forEach(function(r){b.appendChild(r);});});});});
-function colour(kind,nd,name){
- if(kind!=='diff'){var h=0;for(var i=0;i<name.length;i++)h=(h*31+name.charCodeAt(i))|0;
-  return 'hsl('+(10+Math.abs(h)%40)+',75%,'+(60+Math.abs(h>>8)%15)+'%)';}
- var s=nd[3];if(s==null)return '#c8c8c8';
- var a=Math.min(1,Math.abs(s)/2);
- return s>0?'rgb(255,'+Math.round(200-170*a)+','+Math.round(200-170*a)+')'
-           :'rgb('+Math.round(200-170*a)+','+Math.round(200-170*a)+',255)';}
-function draw(box,g,kind,marked,bi){
- var W=1200,H=17,be=g.be,ce=g.ce;
- function w(nd){return kind==='base'?nd[1]/be:kind==='cur'?nd[2]/ce:nd[1]/be+nd[2]/ce;}
- var tot=w(g.tree);if(!(tot>0)){box.appendChild(el('p',{'class':'note'},'no samples'));return;}
- var depth=0,items=[];
- (function walk(nd,x,d){var ww=w(nd)/tot*W;if(ww<0.3)return;
-  if(nd[0]>=0){items.push([nd,x,d,ww]);if(d>depth)depth=d;}
-  var cx=x;nd[4].forEach(function(k){walk(k,cx,nd[0]>=0?d+1:d);cx+=w(k)/tot*W;});})(g.tree,0,0);
- var svg=sv('svg',{viewBox:'0 0 '+W+' '+((depth+1)*H+2),'class':'flame '+kind,
-  'data-kind':kind,id:kind+'-'+bi,preserveAspectRatio:'none'});
- svg.style.height=((depth+1)*H+2)+'px';
- items.forEach(function(it){var nd=it[0],name=g.frames[nd[0]]||'?';
-  var r=sv('rect',{x:it[1].toFixed(2),y:it[2]*H,width:Math.max(it[3]-0.2,0.1).toFixed(2),height:H-1,
-   fill:colour(kind,nd,name),'class':'n','data-frame':name});
-  if(marked[name])r.classList.add('regressed');
-  var t=sv('title',{});var ratio=nd[1]&&nd[2]?((nd[2]/ce)/(nd[1]/be)*100-100).toFixed(1)+'%':nd[1]?'gone':'new';
-  t.textContent=name+'\nbaseline '+fb(nd[1]/be*WORD)+', current '+fb(nd[2]/ce*WORD)+
-   (kind==='diff'?'\nchange '+ratio+(nd[3]==null?' (not significant)':' (significant)'):'');
-  r.appendChild(t);svg.appendChild(r);
-  if(it[3]>40){var tx=sv('text',{x:(it[1]+3).toFixed(2),y:it[2]*H+12});
-   var n=Math.floor((it[3]-6)/6.7);tx.textContent=name.length>n?name.slice(0,Math.max(n-1,0))+'\u2026':name;
-   svg.appendChild(tx);}});
- box.appendChild(svg);}
-function graphs(bi){
- var g=D.benches[bi].graph,box=document.getElementById('graphs-'+bi);if(!box)return;
- if(!g){box.appendChild(el('p',{'class':'note'},'No call stacks recorded for this benchmark.'));return;}
- var marked={};D.benches[bi].regressed.forEach(function(f){marked[f]=1;});
- var miss=g.missing||{};
- if(g.cut)box.appendChild(el('p',{'class':'note'},'Only the '+g.cut+' heaviest stacks per side are drawn (size bound).'));
- [['base','Baseline: sampled bytes by call stack',g.baseline,miss.baseline],
-  ['cur','Current run: sampled bytes by call stack',g.current,miss.current]].forEach(function(v){
-  box.appendChild(el('h3',null,v[1]));
-  if(v[2]==null){box.appendChild(el('p',{'class':'note missing'},'Not shown: '+(v[3]||'no stacks')+'.'));return;}
-  draw(box,g,v[0],marked,bi);});
- box.appendChild(el('h3',null,'Difference (width: both runs; red: significant increase, blue: significant decrease, grey: noise; outlined: regressed site)'));
- if(g.baseline==null||g.current==null){box.appendChild(el('p',{'class':'note missing'},
-  'Not shown: '+(miss.baseline||miss.current)+'.'));return;}
- draw(box,g,'diff',marked,bi);}
-function stacksOf(g,side,frame){
- var st=(g[side]||[]).filter(function(s){return s[1]!=null&&g.frames[s[4][s[1]]]===frame;});
- st.sort(function(a,b){return b[2]-a[2];});return st;}
-function showSite(bi,tr){
- var g=D.benches[bi].graph,panel=document.getElementById('panel-'+bi),frame=tr.getAttribute('data-frame');
- Array.prototype.forEach.call(tr.parentNode.rows,function(r){r.classList.remove('selected');});
- tr.classList.add('selected');
- while(panel.firstChild)panel.removeChild(panel.firstChild);
- panel.appendChild(el('h3',null,'Site '+frame));
- var L=JSON.parse(tr.getAttribute('data-lines')||'{}'),ls={};
- [['base',L.base||{}],['cur',L.cur||{}]].forEach(function(v){for(var k in v[1]){ls[k]=ls[k]||{base:0,cur:0};ls[k][v[0]]=v[1][k];}});
- var keys=Object.keys(ls).sort(function(a,b){return (+a)-(+b);});
- var hasBase=Object.keys(L.base||{}).length>0;
- if(keys.length){var t=el('table',{'class':'lines'});var h=el('tr');
-  (hasBase?['line','samples (baseline)','samples (current)']:['line','samples (current)']).forEach(function(x){h.appendChild(el('th',null,x));});t.appendChild(h);
-  keys.forEach(function(k){var r=el('tr');var c=el('td');
-   if(D.src&&L.file&&/^[A-Za-z0-9_.\/+-]+$/.test(L.file)&&L.file.split('/').indexOf('..')<0&&L.file[0]!=='/'&&/^[0-9]+$/.test(k)){
-    c.appendChild(el('a',{href:D.src+encodeURI(L.file)+'#L'+k},'L'+k));}else c.textContent='L'+k;
-   r.appendChild(c);if(hasBase)r.appendChild(el('td',null,String(ls[k].base||0)));r.appendChild(el('td',null,String(ls[k].cur||0)));t.appendChild(r);});
-  panel.appendChild(t);}
- if(!g){panel.appendChild(el('p',{'class':'note'},'No call stacks recorded.'));return;}
- [['current','Heaviest stacks in the current run',g.ce],['baseline','Heaviest stacks in the baseline',g.be]].forEach(function(v){
-  panel.appendChild(el('h3',null,v[1]));
-  if(g[v[0]]==null){panel.appendChild(el('p',{'class':'note'},'not recorded'));return;}
-  var st=stacksOf(g,v[0],frame).slice(0,D.per_site);
-  if(!st.length){panel.appendChild(el('p',{'class':'note'},'none'));return;}
-  st.forEach(function(s){var d=el('div',{'class':'stack'});
-   d.appendChild(el('div',null,fb(s[2]/v[2]*WORD)+' ('+s[2]+' samples)'));
-   s[4].forEach(function(f,i){d.appendChild(el('div',null,(i===s[1]?'\u25B6 ':'  ')+Array(Math.min(i,12)+1).join(' ')+g.frames[f]));});
-   panel.appendChild(d);});});
- Array.prototype.forEach.call(document.querySelectorAll('#bench-'+bi+' rect.n'),function(r){
-  r.classList.toggle('sel',r.getAttribute('data-frame')===frame);});}
-D.benches.forEach(function(b,bi){
- try{graphs(bi);}catch(e){var p=document.getElementById('errors');p.textContent+='graph '+bi+': '+e+'\n';throw e;}
- var t=document.getElementById('sites-'+bi);if(!t)return;
- Array.prototype.forEach.call(t.tBodies[0].rows,function(tr){
-  tr.addEventListener('click',function(){showSite(bi,tr);});
-  tr.addEventListener('keydown',function(e){if(e.key==='Enter')showSite(bi,tr);});});});
-document.body.setAttribute('data-ready','1');
-})();
-"""
+    def grew(t):
+        r = t[2]
+        c, b = r.get("current_bytes"), r.get("baseline_bytes")
+        ok = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (c, b))
+        return (-(c - b) if ok else 0.0, t[1], str(r.get("site")))
+    return sorted(out, key=grew)
+
+
+def _focus_section(report, names, regs, data) -> str:
+    """The regressed site rows and the graph of the worst one, first on the
+    page; puts the graph into `data["focus"]`."""
+    if not regs:
+        return ""
+    out = ['<section id="focus"><h2>Regressed sites</h2><table class="sites" id="regressed">'
+           '<thead><tr><th>benchmark</th><th>site</th><th>check</th><th>baseline</th>'
+           '<th>current</th><th>delta [95% CI]</th><th>p (Holm)</th></tr></thead><tbody>']
+    for bi, name, r in regs[:FOCUS_ROWS]:
+        out.append(f'<tr class="regression"><td><a href="#bench-{bi}">{esc(name)}</a></td>'
+                   f'<td><code>{esc(r.get("site"))}</code></td><td>{esc(r.get("check"))}</td>'
+                   f'<td>{fmt_bytes(r.get("baseline_bytes"))}</td>'
+                   f'<td>{fmt_bytes(r.get("current_bytes"))}</td>'
+                   f'<td>{esc(_delta_text(r))}</td><td>{fmt_p(r.get("p_adj"))}</td></tr>')
+    out.append("</tbody></table>")
+    if len(regs) > FOCUS_ROWS:
+        out.append(f'<p class="note">{len(regs) - FOCUS_ROWS} more regressed site row(s) in '
+                   f'the benchmarks\' tables below.</p>')
+    bi, name, r = regs[0]
+    graph = focus_data(report["benchmarks"][name].get("stacks"), r.get("site"), STACKS_PER_SITE)
+    out.append(f'<h3 id="focus-title">Worst regression: <code>{esc(r.get("site"))}</code> '
+               f'({esc(name)}, {esc(r.get("check"))}, {esc(_delta_text(r))}): its heaviest '
+               f'call stacks, baseline and current run</h3>')
+    if graph is None:
+        out.append('<p class="note">No call stacks of both runs were recorded for it.</p>')
+    else:
+        data["focus"] = {"bench": bi, "graph": graph}
+        out.append('<div class="graphs" id="focus-graph"></div>')
+    out.append("</section>")
+    return "".join(out)
+
+
+def _status_table(report, names) -> str:
+    out = ['<h2>Benchmarks</h2><table class="status sortable" id="status"><thead><tr>'
+           '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
+           '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
+           '<th data-t="s">live at peak</th><th data-t="s">detects (80% power)</th>'
+           '<th data-t="s">overhead (est. cycles; time)</th></tr></thead><tbody>']
+    for bi, name in enumerate(names):
+        b = report["benchmarks"][name]
+        cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")
+        out.append(f'<tr><td data-v="{esc(name)}"><a href="#bench-{bi}">{esc(name)}</a></td>'
+                   f'{cells}<td data-v="">{esc(power_cell(b))}</td>'
+                   f'<td data-v="">{esc(_overhead_text(b))}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
 
 
 def render_html(report: dict, env=None) -> str:
+    """The page: verdict, regressed sites and the worst one's graph first,
+    then the status of every benchmark and each benchmark's section."""
     v = report["verdict"]
     src = source_base(env)
     names = sorted(report["benchmarks"])
@@ -392,32 +361,24 @@ def render_html(report: dict, env=None) -> str:
     if v["errors"]:
         out.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{esc(e, mdsafe.MESSAGE_LIMIT)}</code></li>" for e in v["errors"]) + "</ul>")
-    # Status of every benchmark.
-    out.append('<h2>Benchmarks</h2><table class="status sortable" id="status"><thead><tr>'
-               '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
-               '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
-               '<th data-t="s">live at peak</th><th data-t="s">detects (80% power)</th>'
-               '<th data-t="s">overhead (est. cycles; time)</th></tr></thead><tbody>')
-    for bi, name in enumerate(names):
-        b = report["benchmarks"][name]
-        cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")
-        out.append(f'<tr><td data-v="{esc(name)}"><a href="#bench-{bi}">{esc(name)}</a></td>'
-                   f'{cells}<td data-v="">{esc(power_cell(b))}</td>'
-                   f'<td data-v="">{esc(_overhead_text(b))}</td></tr>')
-    out.append("</tbody></table>")
+    data = {"benches": [], "src": src, "per_site": STACKS_PER_SITE,
+            "legend_regressed": LEGEND_REGRESSED, "legend_plain": LEGEND_PLAIN}
+    regs = _regressions(report, names)
+    out.append(_focus_section(report, names, regs, data))
+    out.append(_status_table(report, names))
     peaks = peak_lines(report)
     if peaks:
         out.append('<h2>Peak memory</h2><ul class="peak">' + "".join(
             f"<li>{esc(p, mdsafe.MESSAGE_LIMIT)}</li>" for p in peaks) + "</ul>")
-    data = {"benches": [], "src": src, "per_site": STACKS_PER_SITE}
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
         out.append(_bench_section(name, b, bi, src))
-        regressed = sorted({mdsafe.shown(frame_label(r.get("function"), r.get("file")))
-                            for key in ("alloc", "live", "peak") for r in (b.get(key) or [])
-                            if isinstance(r, dict) and r.get("status") == "regression"
-                            and (r.get("function") or r.get("file"))})
-        data["benches"].append({"graph": graph_data(b.get("stacks")), "regressed": regressed})
+        mine = [r for i, _, r in regs if i == bi]
+        frames = sorted({mdsafe.shown(frame_label(r.get("function"), r.get("file")))
+                         for r in mine if r.get("function") or r.get("file")})
+        sites = {r.get("site") for r in mine if isinstance(r.get("site"), str)}
+        data["benches"].append({"graph": graph_data(b.get("stacks"), sites),
+                                "regressed": frames})
     notes = list(report.get("notes") or [])
     if notes:
         out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{esc(n, mdsafe.MESSAGE_LIMIT)}</li>"
@@ -426,7 +387,9 @@ def render_html(report: dict, env=None) -> str:
                'Holm-adjusted over all sites of the run; "~" means no significant change. '
                'The differential graph colours a call-stack node when its own change is '
                f'significant (two-sided exact test, Holm over the benchmark\'s nodes, level '
-               f'{NODE_ALPHA}). See harness/STATISTICS.md.</p>')
+               f'{NODE_ALPHA}); the regressed sites\' share of a node is strong red when it '
+               'grew significantly (the same test, Holm over the nodes they pass through). '
+               'See harness/STATISTICS.md.</p>')
     out.append(f'<script type="application/json" id="memprof-data">{_script_json(data)}</script>')
     out.append(f"<script>{JS}</script></body></html>\n")
     return "".join(out)

@@ -141,6 +141,19 @@ class Browser:
             fh.write(base64.b64decode(data["data"]))
         return path
 
+    def viewport(self, width, height):
+        """The page's viewport in CSS pixels (scale 1), for what a reader
+        sees on one screen."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                  deviceScaleFactor=1, mobile=False)
+
+    def screen(self, path):
+        """A screenshot of the viewport only (the first screen when not scrolled)."""
+        data = self.call("Page.captureScreenshot", format="png")
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(data["data"]))
+        return path
+
     def settle(self):
         """Let pending console messages arrive: a no-op round trip."""
         self.eval("1")

@@ -104,12 +104,16 @@ def test_regressed_site_is_marked_and_drawn_in_chromium(regressed, tmp_path):
         marked = br.eval("Array.from(document.querySelectorAll('svg#diff-0 rect.regressed'))"
                          ".map(r => r.getAttribute('data-frame'))")
         assert marked and set(marked) == {"Main.build @ main.ml"}
-        # The path through Main.run grew significantly (red); Main.other did not (grey).
+        # The path through Main.run grew significantly (pale red, with the
+        # regressed site's share strong red); Main.other did not (grey, no share).
         fills = br.eval("Object.fromEntries(Array.from(document.querySelectorAll("
                         "'svg#diff-0 rect.n')).map(r => [r.getAttribute('data-frame') + '|' "
                         "+ r.getAttribute('y'), r.getAttribute('fill')]))")
         assert fills["Main.other @ main.ml|17"] == "#c8c8c8"
-        assert fills["Main.run @ main.ml|17"].startswith("rgb(255,")
+        assert fills["Main.run @ main.ml|17"] == "#f3d2d2"
+        hot = br.eval("Array.from(document.querySelectorAll('svg#diff-0 rect.hot'))"
+                      ".map(r => r.getAttribute('data-frame') + '|' + (r.getAttribute('y') - 1))")
+        assert "Main.run @ main.ml|17" in hot and "Main.other @ main.ml|17" not in hot
         for kind in ("base", "cur"):
             assert br.eval(f"document.querySelectorAll('svg#{kind}-0 rect.n').length") >= 4
         br.eval("document.querySelector('#sites-0 tr.regression').click()")
@@ -118,13 +122,16 @@ def test_regressed_site_is_marked_and_drawn_in_chromium(regressed, tmp_path):
         first = panel.split("Heaviest stacks in the current run")[1]
         assert first.index("Main.run @ main.ml") < first.index("Main.other @ main.ml")
         assert "L10" in panel
-        # Sorting by a column works and keeps every row.
-        n = br.eval("document.querySelectorAll('#sites-0 tbody tr').length")
-        br.eval("document.querySelector('#sites-0 th:nth-child(5)').click()")
-        br.eval("document.querySelector('#sites-0 th:nth-child(5)').click()")
-        assert br.eval("document.querySelectorAll('#sites-0 tbody tr').length") == n == 4
-        assert br.eval("document.querySelector('#sites-0 tbody tr').getAttribute('data-frame')"
-                       ) == "Main.build @ main.ml"  # descending delta: the regression first
+        # Sorting by a column works and keeps every row, in both tables.
+        n = br.eval("document.querySelectorAll('#bench-0 table.sites tbody tr').length")
+        for t in ("#sites-0", "#sites-0-same"):
+            br.eval(f"document.querySelector('{t} th:nth-child(5)').click()")
+            br.eval(f"document.querySelector('{t} th:nth-child(5)').click()")
+        assert br.eval("document.querySelectorAll('#bench-0 table.sites tbody tr').length"
+                       ) == n == 4
+        assert br.eval("document.querySelectorAll('#sites-0 tbody tr').length") == 1
+        assert br.eval("document.querySelector('#sites-0-same tbody tr').getAttribute("
+                       "'data-frame')") == "Main.g @ main.ml"  # descending delta
         assert br.eval("window.__pwned === undefined")
         shot = br.screenshot(str(tmp_path / "report.png"))
         br.settle()
@@ -189,13 +196,18 @@ def test_old_baseline_without_stacks_shows_only_current_side(tmp_path):
 
 
 def test_size_is_bounded_for_a_huge_comparison(tmp_path):
-    """Many sites, deep stacks and long names: the page stays within the bound."""
+    """Many sites, deep stacks and long names, and a regressed site with many
+    heavy stacks at the top: the page stays within the bound."""
     def side(mult):
         st = []
         for i in range(1500):
             fr = [(f"M{'x' * 300}.f{i}", f"d/f{i % 40}.ml", i)] + \
                  [(f"M.caller{(i * 7 + k) % 97}_{'y' * 150}", f"d/c{k}.ml", k) for k in range(30)]
             st.append((fr, int(50 * mult) + i % 13, 1))
+        for j in range(12):      # one site, called 12 ways, regressed when mult > 1
+            fr = [(f"M{'x' * 300}.hot", "d/hot.ml", 5)] + \
+                 [(f"M.caller{j}_{k}_{'y' * 150}", f"d/c{k}.ml", k) for k in range(30)]
+            st.append((fr, int(2000 * mult ** 3), 1))
         return st
     a, b = tmp_path / "A", tmp_path / "B"
     write_json(str(a / "big.1.json"), make_profile(side(1), frames=32))
@@ -203,8 +215,9 @@ def test_size_is_bounded_for_a_huge_comparison(tmp_path):
     r = run_cli(["compare", str(a), str(b), "--report-dir", str(tmp_path / "r")])
     assert r.returncode in (0, 1), r.stderr
     size = os.path.getsize(tmp_path / "r" / "report.html")
-    bound = (report_html.PAGE_OVERHEAD + report_html.MAX_SITE_ROWS * report_html.ROW_BOUND
+    bound = (report_html.PAGE_BOUND_FIXED + report_html.MAX_SITE_ROWS * report_html.ROW_BOUND
              + STACK_BUDGET)
+    assert 'id="focus-graph"' in (tmp_path / "r" / "report.html").read_text()
     assert size <= bound, (size, bound)
     text = (tmp_path / "r" / "report.html").read_text()
     assert "more site(s) with the smallest allocation" in text

@@ -118,6 +118,29 @@ DUNE_PROJECT = {
 }
 
 
+def test_dune_wrapper_runs_the_next_dune_whatever_its_version(tmp_path):
+    """The wrapper install-tools.sh writes looks at no dune version: it runs
+    the next `dune` on PATH (here a stand-in reporting 3.12.0) with the
+    prefix's library directories first in OCAMLPATH."""
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "lib/ocaml/unix").mkdir(parents=True)
+    (prefix / "bin/ocamlopt").write_text("")
+    (prefix / "bin/ocamlopt").chmod(0o755)
+    (prefix / "lib/ocaml/unix/META").write_text("")
+    subprocess.run(["bash", str(ROOT / "runtime-patch/install-tools.sh"), str(prefix)],
+                   check=True, capture_output=True)
+    stand = tmp_path / "stand"
+    stand.mkdir()
+    (stand / "dune").write_text('#!/bin/sh\necho "dune 3.12.0 $* OCAMLPATH=$OCAMLPATH"\n')
+    (stand / "dune").chmod(0o755)
+    env = {"PATH": f"{prefix}/bin:{stand}:/usr/bin:/bin"}
+    r = subprocess.run(["dune", "build", "--root", "."], env=env, capture_output=True,
+                       text=True, check=True)
+    assert r.stdout == (f"dune 3.12.0 build --root . "
+                        f"OCAMLPATH={prefix}/lib/ocaml:{prefix}/lib\n"), r.stdout + r.stderr
+
+
 def test_dune_builds_with_unix_and_threads(tmp_path, prefix, env):
     """Debian's dune (library path /usr/lib/ocaml compiled in) finds the
     patched compiler's unix and threads through PREFIX/bin/dune."""
@@ -132,6 +155,9 @@ def test_dune_builds_with_unix_and_threads(tmp_path, prefix, env):
     r = run(["./_build/default/bin/prog.exe"], env=env, cwd=tmp_path)
     assert r.stdout == "total=30000 clock=true words=3\n"
     run(["./_build/default/bin2/prog2.exe"], env=env, cwd=tmp_path)
+    # The README names the dune version the wrapper is tested with: this one.
+    version = run(["dune", "--version"], env=env).stdout.strip()
+    assert f"`dune --version` prints `{version}`" in (ROOT / "README.md").read_text()
 
 
 def test_install_with_destdir_uses_the_reused_build(tmp_path, prefix):
