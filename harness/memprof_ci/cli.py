@@ -464,8 +464,8 @@ def cmd_record(args) -> int:
                 report = json.load(fh)
         except (OSError, ValueError) as e:
             raise InputError(f"--report {args.report}: {e}") from None
-    sha, when, subject = commit_info(toplevel("."), args.commit, "--commit")
-    rec = make_record(sha, when, subject, runner.patch_id(), args.baselines, report)
+    sha, when, subject, depth = commit_info(toplevel("."), args.commit, "--commit")
+    rec = make_record(sha, when, subject, depth, runner.patch_id(), args.baselines, report)
     print(f"memprof-ci: wrote {write_record(args.runs, rec)}")
     return EXIT_OK
 

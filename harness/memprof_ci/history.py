@@ -6,6 +6,7 @@ directory (a directory of the workflow's data branch, say):
 
     {"format": "memprof-ci/run-record", "version": 1,
      "commit": 40 or 64 hex digits, "time": commit time (Unix seconds),
+     "depth": the number of commits in its first-parent history,
      "subject": the commit's first line, "patch_id": the runtime's patch id,
      "benchmarks": {name: baseline document (baseline.py's format)},
      "accepted": [names whose change the maintainers accepted here],
@@ -19,8 +20,9 @@ Invariants:
    naming the file: a record whose name is not its commit, whose format is
    another, or whose baselines do not load (baseline.parse_baseline) is an
    InputError; symlinks and non-files are refused.
-3. Runs are ordered by commit time, then commit id: the same directory
-   always gives the same page.
+3. Runs are ordered by depth (main's first-parent order, whatever the
+   clocks say), then commit time and id: the same directory always gives
+   the same page.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ LEVEL = 0.95
 class Run:
     commit: str
     time: int
+    depth: int
     subject: str
     patch_id: str | None
     benchmarks: dict      # name -> sites.Aggregate
@@ -63,7 +66,7 @@ def accepted_names(report: dict | None) -> list:
         for c in (b.get("checks") or {}).values()))
 
 
-def make_record(commit: str, time: int, subject: str, patch_id: str | None,
+def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str | None,
                 baselines_dir: str, report: dict | None) -> dict:
     """The record of one run: every baseline of `baselines_dir`, checked."""
     if not COMMIT_RE.fullmatch(commit or ""):
@@ -81,7 +84,7 @@ def make_record(commit: str, time: int, subject: str, patch_id: str | None,
     if not docs:
         raise ConfigError(f"--baselines {baselines_dir}: no baselines to record")
     return {"format": FORMAT, "version": VERSION, "commit": commit, "time": int(time),
-            "subject": subject, "patch_id": patch_id, "benchmarks": docs,
+            "depth": int(depth), "subject": subject, "patch_id": patch_id, "benchmarks": docs,
             "accepted": accepted_names(report), "report": report}
 
 
@@ -101,9 +104,11 @@ def _parse(doc, path: str, stem: str) -> Run:
         raise bad(f"run record version {printable(str(doc.get('version')))}, expected {VERSION}")
     if doc.get("commit") != stem or not COMMIT_RE.fullmatch(stem):
         raise bad("the file is not named after the record's commit id")
-    t = doc.get("time")
+    t, depth = doc.get("time"), doc.get("depth")
     if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < 2 ** 40:
         raise bad("`time` must be the commit time in Unix seconds")
+    if not isinstance(depth, int) or isinstance(depth, bool) or not 0 < depth < 2 ** 40:
+        raise bad("`depth` must be the commit's count of first-parent commits")
     subject, pid = doc.get("subject"), doc.get("patch_id")
     accepted = doc.get("accepted")
     if not isinstance(subject, str) or not (pid is None or isinstance(pid, str)):
@@ -119,7 +124,7 @@ def _parse(doc, path: str, stem: str) -> Run:
         if agg.name != name:
             raise bad(f"benchmark {printable(name)!r} holds the baseline of {agg.name!r}")
         aggs[name] = agg
-    return Run(stem, t, subject, pid, aggs, sorted(accepted))
+    return Run(stem, t, depth, subject, pid, aggs, sorted(accepted))
 
 
 def read_runs(runs_dir: str) -> list:
@@ -143,7 +148,7 @@ def read_runs(runs_dir: str) -> list:
         runs.append(_parse(doc, path, name[:-5]))
     if not runs:
         raise ConfigError(f"--runs {runs_dir}: no run records (<commit>.json)")
-    runs.sort(key=lambda r: (r.time, r.commit))
+    runs.sort(key=lambda r: (r.depth, r.time, r.commit))
     return runs
 
 

@@ -119,7 +119,9 @@ def build(man: Manifest, what: str, env: dict | None = None) -> None:
 
 
 def commit_info(repo: str, ref: str, flag: str) -> tuple:
-    """(commit id, commit time in Unix seconds, subject) of `ref`."""
+    """(commit id, commit time in Unix seconds, subject, depth: the number
+    of commits in its first-parent history) of `ref`."""
     sha = resolve(repo, ref, flag)
     when, _, subject = git(repo, "show", "-s", "--format=%ct %s", sha).partition(" ")
-    return sha, int(when), subject
+    depth = int(git(repo, "rev-list", "--count", "--first-parent", sha))
+    return sha, int(when), subject, depth

@@ -4,7 +4,10 @@
 The program has three allocation sites (make_lists, make_arrays, retain);
 `arrays` sets the length of make_arrays' arrays (16: the base program).
 Its manifest's `build` is ./build.sh, which compiles it with the `ocamlopt`
-first on PATH (path_env() puts the patched one there) and, when
+first on PATH (path_env() puts the patched one there, and keeps the
+dithered runs of the GC's schedule that update-baselines records by
+default: a commit built in another directory moves this small program's
+top_heap_words by a heap chunk) and, when
 MEMPROF_TEST_BUILDS names a file, appends a line to it, so a test counts
 builds.
 """
@@ -76,7 +79,8 @@ def need_runtime():
 
 def path_env(**extra) -> dict:
     """env_extra for run_cli: the patched compiler first on PATH."""
-    return dict({"PATH": RUNTIME_BIN + os.pathsep + os.environ.get("PATH", "")}, **extra)
+    return dict({"PATH": RUNTIME_BIN + os.pathsep + os.environ.get("PATH", ""),
+                 "MEMPROF_CI_SCHEDULE_RUNS": "12"}, **extra)
 
 
 def git(repo, *args) -> str:

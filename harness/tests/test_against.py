@@ -69,23 +69,23 @@ def test_against_a_ref_judges_the_working_trees_own_change(tmp_path):
 
     # The same allocation with a comment changed: no regression.
     write_program(repo, 16, comment="only a comment")
-    r = _against(repo, "main", "--report-dir", "rep0", tmpdir=scratch)
+    r = _against(repo, "main", "--report-dir", str(tmp_path / "rep0"), tmpdir=scratch)
     assert r.returncode == 0, r.stdout + r.stderr
     assert f"reference: main ({base[:12]})" in r.stdout
-    rep = json.load(open(repo / "rep0" / "report.json"))
+    rep = json.load(open(tmp_path / "rep0" / "report.json"))
     assert rep["reference"] == {"ref": "main", "commit": base}
     assert any(base in n for n in rep["notes"]), rep["notes"]
 
     # make_arrays allocates about 47% more: exactly that site regresses.
     write_program(repo, 24, comment="bigger arrays")
-    r = _against(repo, "main", "--report-dir", "rep1", tmpdir=scratch)
+    r = _against(repo, "main", "--report-dir", str(tmp_path / "rep1"), tmpdir=scratch)
     assert r.returncode == 1, r.stdout + r.stderr
-    rep = json.load(open(repo / "rep1" / "report.json"))
+    rep = json.load(open(tmp_path / "rep1" / "report.json"))
     rows = rep["benchmarks"]["alloc"]["alloc"]
     regs = [x["site"] for x in rows if x["status"] == "regression"]
     assert regs == ["Alloc.make_arrays @ alloc.ml"], regs
     assert rep["reference"]["commit"] == base
-    assert f"commit {base}" in open(repo / "rep1" / "report.md").read()
+    assert f"commit {base}" in open(tmp_path / "rep1" / "report.md").read()
 
     # Nothing stored, nothing left behind.
     assert not (repo / "baselines").exists()

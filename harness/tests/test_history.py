@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from commits_testlib import commit_all, need_runtime, new_repo, path_env, write_program
+from commits_testlib import commit_all, git, need_runtime, new_repo, path_env, write_program
 from harness_testlib import no_traceback, run_cli
 
 
@@ -40,6 +40,7 @@ def recorded(tmp_path_factory):
     write_program(repo, 24, comment="bigger arrays")
     commits.append(commit_all(repo, "bigger arrays <b>accepted</b>"))
     for i, sha in enumerate(commits):
+        git(repo, "checkout", "-q", "--detach", sha)
         _measure(repo, tmp / f"m{i}")
         extra = []
         if i == 2:
@@ -51,6 +52,7 @@ def recorded(tmp_path_factory):
         r = _cli(repo, "record", "--runs", str(runs), "--baselines", str(tmp / f"m{i}"),
                  "--commit", sha, *extra)
         assert r.returncode == 0, r.stdout + r.stderr
+    git(repo, "checkout", "-q", "main")
     return tmp, repo, runs, commits
 
 
