@@ -99,13 +99,19 @@ def manifest_in(tree: str, rel: str, what: str) -> Manifest:
     return load_manifest(path)
 
 
-def build(man: Manifest, what: str, env: dict | None = None) -> None:
-    """Run the manifest's `build` in its directory (invariant 3); a manifest
-    without one builds nothing."""
+def build(man: Manifest, what: str, required: bool = True) -> None:
+    """Run the manifest's `build` in its directory (invariant 3).  A
+    manifest without one builds nothing when not `required` (a working tree
+    its user built), else is a ConfigError: a checked-out commit is built
+    by nothing else."""
     if not man.build:
+        if required:
+            raise ConfigError(f"{what}: its manifest {os.path.basename(man.path)} has no "
+                              f"`build` (the argv that builds its benchmarks), so it cannot "
+                              f"be built in a temporary worktree")
         return
     try:
-        r = subprocess.run(man.build, cwd=man.directory, env=env, capture_output=True,
+        r = subprocess.run(man.build, cwd=man.directory, capture_output=True,
                            text=True, timeout=BUILD_TIMEOUT, errors="replace")
     except subprocess.TimeoutExpired:
         raise InfraError(f"build of {what} timed out after {BUILD_TIMEOUT} s: "

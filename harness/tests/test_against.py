@@ -11,7 +11,7 @@ import json
 import os
 
 import pytest
-from commits_testlib import (commit_all, git, need_runtime, new_repo, path_env, worktrees,
+from commits_testlib import (MANIFEST, commit_all, git, need_runtime, new_repo, path_env, worktrees,
                              write_program)
 from harness_testlib import no_traceback, run_cli, write_manifest
 
@@ -159,4 +159,15 @@ def test_against_a_ref_without_the_manifest(tmp_path):
                 cwd=str(repo), env_extra=path_env())
     assert r.returncode == 2, r.stdout + r.stderr
     assert "has no manifest at sub/benchmarks.toml" in r.stderr, r.stderr
+    assert len(worktrees(repo)) == 1
+
+
+def test_against_a_ref_whose_manifest_has_no_build(tmp_path):
+    repo = tmp_path / "repo"
+    new_repo(repo, manifest=MANIFEST.replace('build = ["sh", "./build.sh"]\n', ""))
+    r = _against(repo, "main")
+    assert r.returncode == 2, r.stdout + r.stderr
+    no_traceback(r)
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "has no `build`" in err[0] and "main (" in err[0], err
     assert len(worktrees(repo)) == 1
