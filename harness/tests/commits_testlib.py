@@ -45,7 +45,7 @@ let retain n = keep := Array.init n (fun i -> Sys.opaque_identity (ref i))
 let () =
   let k = 200_000 in
   let a = make_lists k in
-  let b = make_arrays k in
+  let b = make_arrays (k + {extra}) in
   retain 20_000;
   Printf.printf "%d %d %d\\n" a b (Array.length !keep)
 """
@@ -93,8 +93,10 @@ def git(repo, *args) -> str:
     return r.stdout.strip()
 
 
-def write_program(repo, arrays=16, comment="base"):
-    (repo / "alloc.ml").write_text(PROGRAM.format(arrays=arrays, comment=comment))
+def write_program(repo, arrays=16, comment="base", extra=0):
+    """`extra` more iterations of make_arrays (3000: about +0.5% of all
+    allocation)."""
+    (repo / "alloc.ml").write_text(PROGRAM.format(arrays=arrays, comment=comment, extra=extra))
 
 
 def commit_all(repo, message) -> str:

@@ -109,6 +109,29 @@ def test_against_an_older_commit_with_the_change_committed(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+@pytest.mark.needs_runtime
+def test_three_small_changes_each_pass_against_their_parent(tmp_path):
+    """Each commit adds about 0.5% of all allocation: each passes against
+    its parent's measurement, and the three together fail against the
+    first commit (minor_words +1.5% > gc_tolerance 1%)."""
+    need_runtime()
+    repo = tmp_path / "repo"
+    first = new_repo(repo)
+    for step in (1, 2, 3):
+        write_program(repo, 16, comment=f"step {step}", extra=3000 * step)
+        commit_all(repo, f"step {step}")
+        r = _against(repo, "HEAD~1", "--results-json", str(tmp_path / f"s{step}.json"))
+        assert r.returncode == 0, (step, r.stdout + r.stderr)
+        gc = {g["counter"]: g for g in
+              json.load(open(tmp_path / f"s{step}.json"))["benchmarks"]["alloc"]["gc"]}
+        assert 0.003 < gc["minor_words"]["current"] / gc["minor_words"]["baseline"] - 1 < 0.007
+    r = _against(repo, first, "--results-json", str(tmp_path / "all.json"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    rep = json.load(open(tmp_path / "all.json"))
+    assert rep["verdict"]["regressions"] == ["alloc::gc_totals"], rep["verdict"]
+    assert "minor_words" in rep["benchmarks"]["alloc"]["checks"]["gc_totals"]["message"]
+
+
 def test_against_an_unknown_ref_is_one_line(tmp_path):
     repo = tmp_path / "repo"
     new_repo(repo)
