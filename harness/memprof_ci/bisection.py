@@ -147,6 +147,7 @@ def _prepare(args, repo: str, rel: str, good: str, tree: str) -> dict:
 def _bisect_run(tree: str, bad: str, good: str) -> str:
     """git bisect over (good, bad] with this module as the step; the first
     changed commit's id."""
+    W.git(tree, "clean", "-fdxq")      # A's build products, which a checkout may trip on
     W.git(tree, "bisect", "start", bad, good)
     state_path = os.path.join(os.path.dirname(tree), "state.json")
     try:

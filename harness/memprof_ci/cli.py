@@ -1,5 +1,5 @@
 """Command-line interface: check (also --against REF), update-baselines,
-profile, compare, merge, plan, init, list, bisect, history.
+profile, compare, merge, plan, init, list, bisect, record, history.
 
 `check`, `update-baselines` and `profile` wrap pytest.main with the
 memprof-ci plugin, one function per mode; `compare` and `merge` run nothing.
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         if args.cmd == "init":
             return cmd_init(args)
         if args.cmd == "bisect":
-            return bisection.run_bisect(args)
+            return cmd_bisect(args)
         if args.cmd == "record":
             return cmd_record(args)
         if args.cmd == "history":
@@ -454,6 +454,10 @@ def cmd_merge(args) -> int:
     for e in rep["verdict"]["errors"]:
         _err(e)
     return rep["verdict"]["exit_code"]
+
+
+def cmd_bisect(args) -> int:
+    return bisection.run_bisect(args)
 
 
 def cmd_record(args) -> int:
