@@ -11,7 +11,9 @@
 #   make bench-harness     time the harness's compare path on large profiles
 #
 # Variables: BENCH=name (narrow check-alloc/update-baselines to benchmarks
-# matching a pytest -k expression), BASELINES=dir, CHECK_ALLOC_ARGS='...'
+# matching a pytest -k expression), BASELINES=dir, AGAINST=ref (check-alloc
+# judges the working tree against that git ref, built and profiled in a
+# temporary worktree, instead of BASELINES), CHECK_ALLOC_ARGS='...'
 # (extra arguments to `memprof-ci check`), TEST_ARGS='...' (extra pytest
 # arguments for `make test`).
 
@@ -23,6 +25,7 @@ ROOT := $(CURDIR)
 BASELINES ?= baselines
 REPORT_DIR ?= _build/alloc-report
 BENCH ?=
+AGAINST ?=
 CHECK_ALLOC_ARGS ?=
 TEST_ARGS ?=
 
@@ -81,11 +84,14 @@ $(BENCH_EXES) $(BENCH_TRACKER_EXES): $(PATCH_ID_FILE)
 # ---- The main job -------------------------------------------------------
 
 HARNESS_SELECT := $(if $(BENCH),-k '$(BENCH)')
+# The patched compiler first on PATH: the manifest's `build` of a ref
+# checked out by --against compiles with it.
+HARNESS_AGAINST := $(if $(AGAINST),--against '$(AGAINST)')
 
 check-alloc: runtime benchmarks | deps-python deps-bench
-	MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) $(HARNESS) check \
-	  --manifest benchmarks/benchmarks.toml --baselines $(BASELINES) \
-	  --report-dir $(REPORT_DIR) $(HARNESS_SELECT) $(CHECK_ALLOC_ARGS)
+	PATH=$(ROOT)/_build/runtime/bin:$$PATH MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) \
+	  $(HARNESS) check --manifest benchmarks/benchmarks.toml --baselines $(BASELINES) \
+	  --report-dir $(REPORT_DIR) $(HARNESS_SELECT) $(HARNESS_AGAINST) $(CHECK_ALLOC_ARGS)
 
 update-baselines: runtime benchmarks | deps-python deps-bench
 	MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) $(HARNESS) update-baselines \

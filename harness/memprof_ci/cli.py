@@ -1,5 +1,5 @@
-"""Command-line interface: check, update-baselines, profile, compare, merge,
-plan, init, list.
+"""Command-line interface: check (also --against REF), update-baselines,
+profile, compare, merge, plan, init, list, bisect, record, history.
 
 `check`, `update-baselines` and `profile` wrap pytest.main with the
 memprof-ci plugin, one function per mode; `compare` and `merge` run nothing.
@@ -16,6 +16,7 @@ rendering in report.py and report_html.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sys
@@ -24,11 +25,13 @@ import traceback
 
 import pytest
 
-from . import atomicio, runner, runstore
+from . import against, atomicio, bisection, runner, runstore
 from . import baseline as bl
 from .cliargs import build_parser
 from .context import Context
-from .errors import ConfigError, InfraError, MemprofError
+from .errors import ConfigError, InfraError, InputError, MemprofError
+from .history import make_record, read_runs, write_record
+from .history_html import render_history
 from .manifest import judged_with, load_manifest, parse_shard, shard_names
 from .mdsafe import printable
 from .merge import merge
@@ -43,6 +46,7 @@ from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
+from .worktree import commit_info, toplevel
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -72,6 +76,12 @@ def main(argv=None) -> int:
             return cmd_plan(args)
         if args.cmd == "init":
             return cmd_init(args)
+        if args.cmd == "bisect":
+            return cmd_bisect(args)
+        if args.cmd == "record":
+            return cmd_record(args)
+        if args.cmd == "history":
+            return cmd_history(args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -190,6 +200,8 @@ def cmd_run(args) -> int:
     """check, update-baselines and profile: one function per mode."""
     mode = {"check": _run_check, "update-baselines": _run_update, "profile": _run_profile}
     try:
+        if args.cmd == "check" and args.against:
+            return against.check_against(args, _run_check)
         return mode[args.cmd](args)
     except MemprofError as e:
         # Leave a report behind even when nothing ran, so that CI steps that
@@ -360,6 +372,8 @@ def _finish(rep: dict) -> int:
 def _run_check(args) -> int:
     with _session(args, "check") as (ctx, patch_ids):
         ctx.report["notes"].extend(args.note)
+        if getattr(args, "reference", None):
+            ctx.report["reference"] = args.reference
         ret = _run_items(ctx, args, args.report_dir)
         rep = finish_report(ctx, ret)
         running = patch_ids if ctx.run_entries is not None else \
@@ -443,6 +457,34 @@ def cmd_merge(args) -> int:
     for e in rep["verdict"]["errors"]:
         _err(e)
     return rep["verdict"]["exit_code"]
+
+
+def cmd_bisect(args) -> int:
+    return bisection.run_bisect(args)
+
+
+def cmd_record(args) -> int:
+    report = None
+    if args.report:
+        try:
+            with open(args.report, encoding="utf-8") as fh:
+                report = json.load(fh)
+        except (OSError, ValueError) as e:
+            raise InputError(f"--report {args.report}: {e}") from None
+    sha, when, subject, depth = commit_info(toplevel("."), args.commit, "--commit")
+    rec = make_record(sha, when, subject, depth, runner.patch_id(), args.baselines, report)
+    print(f"memprof-ci: wrote {write_record(args.runs, rec)}")
+    return EXIT_OK
+
+
+def cmd_history(args) -> int:
+    if not 1 <= args.top <= 100:
+        raise ConfigError(f"--top must be in [1, 100], got {args.top}")
+    page = render_history(read_runs(args.runs), args.top, args.commit_url)
+    _check_output_paths(None, args.out)
+    atomicio.write_atomic(args.out, page)
+    print(f"memprof-ci: wrote {args.out}")
+    return EXIT_OK
 
 
 if __name__ == "__main__":

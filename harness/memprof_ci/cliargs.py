@@ -62,6 +62,10 @@ def _add_run_options(p, check: bool, profile: bool = False):
                        help="baselines proposed by the change under test; they are diffed "
                             "against --baselines and must agree with the measurement")
 
+        p.add_argument("--against", metavar="REF",
+                       help="judge the working tree against git REF instead of stored "
+                            "baselines: REF is built (its manifest's `build`) and profiled "
+                            "in a temporary worktree, and both sides use REF's settings")
         p.add_argument("--report-dir", metavar="DIR",
                        help="write report.md, report.json, report.html and junit.xml to DIR")
         p.add_argument("--results-json", metavar="PATH",
@@ -73,6 +77,45 @@ def _add_run_options(p, check: bool, profile: bool = False):
                             "overhead is over overhead_budget is an error")
     p.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARG",
                    help="extra arguments passed to pytest after `--`")
+
+
+def _add_commit_commands(sub) -> None:
+    """bisect, record and history: commands over git commits and main's runs."""
+    bi = sub.add_parser("bisect", help="find the first commit between two whose allocation "
+                                       "changed, by git bisect over the deterministic check")
+    bi.add_argument("--manifest", default="benchmarks/benchmarks.toml")
+    bi.add_argument("--good", required=True, metavar="A",
+                    help="the reference commit: every tested commit is compared with it")
+    bi.add_argument("--bad", required=True, metavar="B", help="a descendant of A that changed")
+    bi.add_argument("--bench", metavar="NAME", help="only this benchmark")
+    bi.add_argument("--site", metavar="PATTERN",
+                    help="changed = a site whose name contains PATTERN changed significantly "
+                         "(either way); default: a check of the benchmark fails")
+    bi.add_argument("-v", "--verbose", action="count", default=0,
+                    help="show the traceback of an internal error")
+    rc = sub.add_parser("record", help="record a run of main (its baselines and report) as "
+                                       "RUNS/<commit>.json, for `history` and later judges")
+    rc.add_argument("--runs", required=True, metavar="DIR", help="the runs directory")
+    rc.add_argument("--baselines", required=True, metavar="DIR",
+                    help="the run's measurements in baseline format (update-baselines --baselines)")
+    rc.add_argument("--report", metavar="REPORT_JSON", help="the run's check report.json")
+    rc.add_argument("--commit", default="HEAD", metavar="REV",
+                    help="the measured commit, in the current directory's repository; "
+                         "default: %(default)s")
+    rc.add_argument("-v", "--verbose", action="count", default=0,
+                    help="show the traceback of an internal error")
+    hi = sub.add_parser("history", help="render main's recorded runs as one HTML page")
+    hi.add_argument("--runs", required=True, metavar="DIR", help="the runs directory")
+    hi.add_argument("--out", default="history.html", metavar="FILE",
+                    help="the page to write; default: %(default)s")
+    hi.add_argument("--top", type=int, default=10,
+                    help="sites shown per benchmark (the heaviest of the latest run); "
+                         "default: %(default)s")
+    hi.add_argument("--commit-url", metavar="PREFIX",
+                    help="https URL a commit id completes (default on GitHub Actions: "
+                         "the repository's /commit/)")
+    hi.add_argument("-v", "--verbose", action="count", default=0,
+                    help="show the traceback of an internal error")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--force", action="store_true",
                    help="replace the files init writes if they exist (nothing else is "
                         "touched or deleted)")
+    _add_commit_commands(sub)
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")

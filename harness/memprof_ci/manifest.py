@@ -1,7 +1,9 @@
 """Loading and validating the benchmark manifest (TOML).
 
-The manifest has an optional [defaults] table and a [[benchmark]] array.
-Invariants: load_manifest returns fully resolved Benchmark objects (absolute
+The manifest has an optional top-level `build` (argv: what builds the
+benchmarks, run in the manifest's directory before them by whatever builds
+a commit itself: check --against, bisect), an optional [defaults] table and
+a [[benchmark]] array.  Invariants: load_manifest returns fully resolved Benchmark objects (absolute
 command/cwd, every setting filled from benchmark > defaults > built-in) or
 raises ConfigError naming the file, the benchmark and the key; unknown keys
 and wrong types are errors, never silently ignored.
@@ -125,6 +127,8 @@ class Manifest:
     path: str
     directory: str
     benchmarks: list
+    # argv run in `directory` to build the benchmarks, or None.
+    build: list | None = None
 
     def names(self) -> list:
         return [b.name for b in self.benchmarks]
@@ -224,10 +228,11 @@ def load_manifest(path: str) -> Manifest:
 
 def parse_manifest(doc: dict, path: str) -> Manifest:
     directory = os.path.dirname(os.path.abspath(path))
-    unknown = sorted(set(doc) - {"defaults", "benchmark"})
+    unknown = sorted(set(doc) - {"build", "defaults", "benchmark"})
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {', '.join(unknown)}; "
-                          f"allowed: [defaults] and [[benchmark]]")
+                          f"allowed: build, [defaults] and [[benchmark]]")
+    build = _check_build(path, doc.get("build"), directory)
     defaults = dict(SETTINGS)
     d = doc.get("defaults", {})
     if not isinstance(d, dict):
@@ -296,7 +301,24 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
             env=dict(env), **settings,
             overhead_args=None if oargs is None else
             [_resolve_arg(a, directory, False) for a in oargs]))
-    return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out)
+    return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out,
+                    build=build)
+
+
+MAX_ARGV = 1000
+MAX_ARG = 100_000
+
+
+def _check_build(path: str, v, directory: str) -> list | None:
+    """`build`: a non-empty argv of at most MAX_ARGV strings without NUL,
+    resolved like `command`; None when absent."""
+    if v is None:
+        return None
+    if not isinstance(v, list) or not v or len(v) > MAX_ARGV or not all(
+            isinstance(a, str) and "\0" not in a and len(a) <= MAX_ARG for a in v) or not v[0]:
+        raise ConfigError(f"{path}: `build` must be a non-empty list of strings (argv, run in "
+                          f"the manifest's directory), e.g. [\"make\", \"bench\"]")
+    return [_resolve_arg(a, directory, j == 0) for j, a in enumerate(v)]
 
 
 def judged_with(pr: Manifest, base: Manifest) -> tuple[Manifest, list]:
