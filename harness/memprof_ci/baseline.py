@@ -116,17 +116,9 @@ def dumps(doc: dict) -> str:
             inner = ",\n".join(f"    {one(sk)}: {one(sv)}" for sk, sv in sorted(v.items()))
             parts.append(f"  {one(k)}: {{\n{inner}\n  }}")
         elif k == "stacks" and v:
-            inner = []
-            for sk in sorted(v):
-                sv = v[sk]
-                if sk in ("frames", "list") and sv:
-                    body = ",\n".join(f"      {one(x)}" for x in sv)
-                    inner.append(f"    {one(sk)}: [\n{body}\n    ]")
-                else:
-                    inner.append(f"    {one(sk)}: {one(sv)}")
-            parts.append(f"  {one(k)}: {{\n" + ",\n".join(inner) + "\n  }")
+            parts.append(f"  {one(k)}: " + _section_text(v, one, ("frames", "list")))
         elif k == "schedule" and v:
-            parts.append(f"  {one(k)}: " + _schedule_text(v, one))
+            parts.append(f"  {one(k)}: " + _section_text(v, one, ("gc", "dithers"), ("sites",)))
         elif k == "gc_runs" and v:
             inner = ",\n".join(f"    {one(r)}" for r in v)
             parts.append(f"  {one(k)}: [\n{inner}\n  ]")
@@ -180,15 +172,17 @@ def _nested(d: dict, indent: int, one) -> str:
     return "{\n" + body + "\n" + " " * indent + "}" if d else "{}"
 
 
-def _schedule_text(v: dict, one) -> str:
-    """The "schedule" section, one line per dithered run and per site."""
+def _section_text(v: dict, one, lists=(), maps=()) -> str:
+    """A section of the baseline ("stacks", "schedule") with one line per
+    element of the lists and per entry of the maps named, the other keys
+    on one line each."""
     inner = []
     for sk in sorted(v):
         sv = v[sk]
-        if sk in ("gc", "dithers") and sv:
+        if sk in lists and sv:
             body = ",\n".join(f"      {one(x)}" for x in sv)
             inner.append(f"    {one(sk)}: [\n{body}\n    ]")
-        elif sk == "sites" and sv:
+        elif sk in maps and sv:
             body = ",\n".join(f"      {one(a)}: {one(b)}" for a, b in sorted(sv.items()))
             inner.append(f"    {one(sk)}: {{\n{body}\n    }}")
         else:
