@@ -37,7 +37,8 @@ MANIFEST = """\
 #   seeds           one profiled run per seed; samples are summed
 #   frames          callstack frames kept per sample
 #   alpha           family-wise error rate over all sites of a run
-#   min_effect      smallest relative increase that can fail (0.05 = 5%)
+#   min_effect      smallest relative increase that can fail (default 0.05
+#                   = 5% when sampled, 0.01 when counted exactly)
 #   min_share       smallest share of a benchmark's allocation that can fail
 #   gc_tolerance    largest accepted increase of minor_words
 #   gc_timing_tolerance  ... of promoted_words and major_words
@@ -65,7 +66,6 @@ rate = 1e-4
 seeds = [1, 2, 3]
 frames = 16
 alpha = 0.01
-min_effect = 0.05
 
 [[benchmark]]
 name = "main"

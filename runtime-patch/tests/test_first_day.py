@@ -1,0 +1,78 @@
+"""A new project's first day, with the README's commands only: the
+installed `memprof-ci` (make install PREFIX), `memprof-ci init`, dune
+through PREFIX/bin, `update-baselines` as init's "next:" line gives it,
+then a change that allocates more at one site fails the check, names the
+site, and report.html leads with it.
+
+Uses the install that `make test` makes in _build/adopt/prefix
+(adopt_testlib); no PYTHONPATH, no pip.
+"""
+
+import json
+import re
+
+import pytest
+
+from adopt_testlib import adopt_prefix, clean_env, run
+
+PROJECT = {
+    "dune-project": "(lang dune 2.9)\n",
+    "bench/dune": "(executable (name main) (ocamlopt_flags (:standard -g -O2)))\n",
+}
+MAIN = """\
+let keep = ref []
+
+let tokens n = List.init n (fun i -> (i, string_of_int i))
+
+let table n = Array.make (n * FACTOR / 10) 0
+
+let () =
+  for i = 1 to 2000 do
+    let t = tokens 50 in
+    let a = table 200 in
+    if i mod 500 = 0 then keep := [Obj.repr t; Obj.repr a]
+  done;
+  ignore (Sys.opaque_identity !keep)
+"""
+
+
+@pytest.fixture(scope="module")
+def prefix():
+    return adopt_prefix()
+
+
+def write_project(root, factor):
+    for name, text in PROJECT.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    (root / "bench" / "main.ml").write_text(MAIN.replace("FACTOR", str(factor)))
+
+
+def test_install_init_baselines_then_a_first_failing_check(tmp_path, prefix):
+    env = clean_env(prefix, PYTHONPATH="/nonexistent")
+    root = tmp_path / "project"
+    root.mkdir()
+    write_project(root, 10)
+    r = run(["memprof-ci", "init", "--repository", "acme/memprof-ci"], env=env, cwd=root)
+    assert "patch id" in r.stdout + r.stderr
+    (nxt,) = [ln for ln in (r.stdout + r.stderr).splitlines() if "next:" in ln]
+    update = re.search(r"run `([^`]*update-baselines[^`]*)`", nxt).group(1)
+    run(["dune", "build", "--root", ".", "./bench/main.exe"], env=env, cwd=root)
+    # init's own command line, as a user pastes it.
+    run(["sh", "-c", update + " --no-overhead"], env=env, cwd=root, timeout=900)
+    doc = json.loads((root / "bench" / "baselines" / "main.json").read_text())
+    assert doc["patch_id"] == (prefix / "share/memprof-ci/patch-id").read_text().strip()
+
+    check = ["memprof-ci", "check", "--manifest", "bench/memprof-ci.toml", "--baselines",
+             "bench/baselines", "--no-overhead", "--report-dir", "_build/alloc-report"]
+    r = run(check, env=env, cwd=root, check=False, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+    write_project(root, 15)          # the table grows by half
+    run(["dune", "build", "--root", ".", "./bench/main.exe"], env=env, cwd=root)
+    r = run(check, env=env, cwd=root, check=False, timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Dune__exe__Main.table" in r.stdout, r.stdout
+    html = (root / "_build/alloc-report/report.html").read_text()
+    first = html.index("Regressed sites")
+    assert html.index("Dune__exe__Main.table", first) < html.index("<h2>Benchmarks</h2>")
