@@ -68,24 +68,3 @@ def fmt_ci(a: dict | None) -> str:
     if not a:
         return "n/a"
     return f"{pct(a['overhead'])} [{pct(a['ci_low'])}, {pct(a['ci_high'])}]"
-
-
-def script_args(script: str, args: list, count: str, most: int):
-    """The arguments PROGRAM 'ARGS' RATE COUNT of a measuring script (pairs.py,
-    counts.py) as (argv, rate, count), or None after one line on stderr
-    naming what is wrong."""
-    usage = f"{script}: usage: {script} PROGRAM 'ARGS' RATE {count}"
-    if len(args) != 4:
-        print(usage, file=sys.stderr)
-        return None
-    exe, prog_args, rate_s, count_s = args
-    try:
-        rate, n = float(rate_s), int(count_s)
-    except ValueError:
-        print(f"{script}: RATE {rate_s!r} or {count} {count_s!r} is not a number",
-              file=sys.stderr)
-        return None
-    if not (0 < rate <= 1) or not (1 <= n <= most):
-        print(f"{script}: RATE must be in (0, 1] and {count} in 1..{most}", file=sys.stderr)
-        return None
-    return [exe, *prog_args.split()], rate, n

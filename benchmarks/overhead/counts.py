@@ -26,8 +26,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from memprof_ci import counted  # noqa: E402
 from memprof_ci.runner import memprof_env_value  # noqa: E402
 
-from common import script_args  # noqa: E402
-
 
 def _side(argv: list, on: bool, rate: float, runs: int, threads: bool) -> list:
     env = {"PATH": os.environ.get("PATH", os.defpath)}
@@ -51,11 +49,20 @@ def _line(name: str, evs: list) -> str:
 def main(args: list) -> int:
     threads = "--threads" in args
     args = [a for a in args if a != "--threads"]
-    parsed = script_args("counts.py", args, "RUNS", 100)
-    if parsed is None:
+    if len(args) != 4:
+        print("counts.py: usage: counts.py PROGRAM 'ARGS' RATE RUNS [--threads]",
+              file=sys.stderr)
         return 2
-    argv, rate, runs = parsed
-    exe, prog_args, rate_s, _ = args
+    exe, prog_args, rate_s, runs_s = args
+    try:
+        rate, runs = float(rate_s), int(runs_s)
+    except ValueError:
+        print(f"counts.py: RATE {rate_s!r} or RUNS {runs_s!r} is not a number", file=sys.stderr)
+        return 2
+    if not (0 < rate <= 1) or not (1 <= runs <= 100):
+        print("counts.py: RATE must be in (0, 1] and RUNS in 1..100", file=sys.stderr)
+        return 2
+    argv = [exe, *prog_args.split()]
     try:
         off = _side(argv, False, rate, runs, threads)
         on = _side(argv, True, rate, runs, threads)

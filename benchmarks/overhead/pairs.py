@@ -32,8 +32,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "harness"))
 from memprof_ci.stats import paired_overhead_interval  # noqa: E402
 
-from common import script_args  # noqa: E402
-
 
 def _run(argv: list[str], env: dict) -> tuple[float, float, float]:
     """(wall s, CPU s, system CPU s) of one run of argv."""
@@ -54,11 +52,19 @@ def _summary(on: list[float], off: list[float]) -> str:
 
 
 def main(args: list[str]) -> int:
-    parsed = script_args("pairs.py", args, "PAIRS", 1000)
-    if parsed is None:
+    if len(args) != 4:
+        print("pairs.py: usage: pairs.py PROGRAM 'ARGS' RATE PAIRS", file=sys.stderr)
         return 2
-    argv, rate, pairs = parsed
-    exe, prog_args, rate_s, _ = args
+    exe, prog_args, rate_s, pairs_s = args
+    try:
+        rate, pairs = float(rate_s), int(pairs_s)
+    except ValueError:
+        print(f"pairs.py: RATE {rate_s!r} or PAIRS {pairs_s!r} is not a number", file=sys.stderr)
+        return 2
+    if not (0 < rate <= 1) or not (1 <= pairs <= 1000):
+        print("pairs.py: RATE must be in (0, 1] and PAIRS in 1..1000", file=sys.stderr)
+        return 2
+    argv = [exe] + prog_args.split()
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     runs: dict = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:

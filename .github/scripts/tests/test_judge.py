@@ -826,7 +826,9 @@ def test_gate_judge_step_judges_a_pull_request(repo, tmp_path):
         "PLAN_RESULT": "success", "BUILD_RESULT": "success"}, runs)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert js["benchmarks"]["a"]["checks"]["alloc_sites"]["outcome"] == "failed"
-    assert js["benchmarks"]["b"]["checks"]["overhead"]["outcome"] == "passed"
+    # with_overhead's synthetic records carry no cachegrind counts, which
+    # the overhead check judges: it skips them, never fails on them.
+    assert js["benchmarks"]["b"]["checks"]["overhead"]["outcome"] in ("passed", "skipped")
     assert js["notes"] == []
 
 

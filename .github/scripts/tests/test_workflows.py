@@ -392,7 +392,8 @@ def test_reusable_build_installs_the_compiler_it_caches_and_puts_on_path(tmp_pat
     for overhead in ("true", "false"):
         log.write_text("")
         penv = {**env, "MEMPROF_CI_RUNTIME": runtime, "EVENT_NAME": "pull_request", "BASE_SHA": "b" * 40,
-                "MANIFEST": "bench/m.toml", "PROFILE_ARGS": "-q", "OVERHEAD": overhead}
+                "MANIFEST": "bench/m.toml", "BASELINES": "bench/baselines", "PROFILE_ARGS": "-q",
+                    "OVERHEAD": overhead}
         assert set(prof["env"]) <= set(penv)
         proc = run(["bash", "-eo", "pipefail", "-c", prof["run"]], cwd=work, env=penv)
         assert proc.returncode == 0, proc.stdout + proc.stderr
