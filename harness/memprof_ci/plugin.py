@@ -25,7 +25,7 @@ from . import exactplan, overhead, runner, schedule
 from . import plan as P
 from . import verdict as V
 from .context import Context
-from .errors import (InfraError, MemprofError, OverBudget, ProposedBaselineMismatch,
+from .errors import (InfraError, InputError, MemprofError, OverBudget, ProposedBaselineMismatch,
                      RegressionFailure)
 
 CTX_KEY = pytest.StashKey["Context"]()
@@ -187,8 +187,11 @@ class OverheadItem(CheckItem):
             pytest.skip(f"overhead of {self.bench!r} was not measured in the run "
                         f"(`memprof-ci profile --no-overhead`)")
         if self.measured.get("counted") is None:
-            pytest.skip(f"the run of {self.bench!r} recorded only a timed overhead (made by "
-                        f"an older `memprof-ci profile`); its cost was not counted")
+            # A run directory can come from an untrusted build: a record
+            # without counts must not turn the check into a skip.
+            raise InputError(f"the run's overhead record of {self.bench!r} has no cachegrind "
+                             f"counts (made by an older `memprof-ci profile`); profile again "
+                             f"with this harness, or pass --no-overhead to skip the check")
         b = self.benchmark
         # The arguments actually counted (a run directory's may be the pull
         # request's) decide whether the baseline is comparable.

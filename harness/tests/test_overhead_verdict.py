@@ -231,6 +231,16 @@ def test_a_run_directory_is_judged_from_its_counts(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     o = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["costly"]["overhead"]
     assert o["estimate"] == base["estimate"] and o["basis"] == "baseline"
+    # A run directory may come from an untrusted build: a record in the
+    # older timed form (no counts) is an error, never a skipped check.
+    doc["benchmarks"]["costly"]["overhead"] = {
+        "estimate": 0.0, "ci_low": -0.01, "ci_high": 0.01, "p_value": 1.0,
+        "median_off_s": 0.05, "median_on_s": 0.05, "runs": 5, "method": "timed"}
+    p.write_text(json.dumps(doc))
+    r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
+            "-m", "overhead", "--report-dir", "rep3")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "overhead record of 'costly' has no cachegrind counts" in r.stdout + r.stderr
 
 
 def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
