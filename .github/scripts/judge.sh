@@ -33,6 +33,14 @@
 #   --plan-result R       needs.<plan>.result; anything but `success` is an error
 #   --build-result R      needs.<build>.result; anything but `success` is an error
 #   --note TEXT           extra note for the report (repeatable)
+#   --runs-branch NAME    the data branch of main's recorded runs (record-run.sh);
+#                         read as git objects from origin/NAME: the reference is
+#                         the recorded run of the merge base (on pushes: of the
+#                         first parent), or of its nearest recorded first-parent
+#                         ancestor (reference.py); without it, or without such
+#                         a record, the committed baselines
+#   --runs-path PATH      directory of the records on that branch (default runs)
+#   --max-distance N      first-parent commits searched for a record (default 50)
 #   --check-args STRING   extra `memprof-ci check` arguments, split on whitespace;
 #                         only these are allowed: --strict (a benchmark without a
 #                         baseline fails) and -v/-q (--verbose/--quiet, repeatable):
@@ -48,7 +56,17 @@
 # Invariants:
 #   - trusted inputs (settings via --base-manifest, baselines) come from the
 #     base commit's git objects on pull_request events and from the tested
-#     commit otherwise; the pull request's manifest and baselines are read
+#     commit otherwise; with --runs-branch the reference baselines are those
+#     of main's recorded run (written only by pushes to main, validated like
+#     any baseline, never run; a hostile record makes the verdict an error)
+#     unless the pull request changes the baselines directory (then the
+#     committed baselines, the reference the accept label accepts against),
+#     or the baselines or manifest changed since that record; every case is
+#     named in the report's notes;
+#   - the report's drift section (committed baselines against the recorded
+#     reference on pull requests, against this run's measurement on pushes)
+#     is information and never changes the verdict;
+#   - the pull request's manifest and baselines are read
 #     from the tested commit's objects as data and only ever reach the harness
 #     as --manifest (which benchmarks exist) and --proposed-baselines;
 #   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
@@ -101,7 +119,8 @@ usage() {
   echo "usage: $0 --event NAME [--base-sha SHA] --head-sha SHA [--repo DIR] --manifest PATH" \
        "[--baselines PATH] [--accept-label NAME] [--harness-dir PATH] [--workflows-dir PATH]" \
        "[--build-path SPEC]... [--no-overhead]" \
-       "[--expect-runs N] [--plan-result R] [--build-result R] [--note TEXT]... [--check-args STRING] [--work DIR]" \
+       "[--expect-runs N] [--plan-result R] [--build-result R] [--note TEXT]... [--check-args STRING]" \
+       "[--runs-branch NAME] [--runs-path PATH] [--max-distance N] [--work DIR]" \
        "--out DIR -- RUN_DIR..." >&2
   exit 2
 }
@@ -122,6 +141,9 @@ notes=()
 build_paths=()
 overhead=1
 check_args=
+runs_branch=
+runs_path=runs
+max_distance=50
 work=
 out=
 while [ "$#" -gt 0 ]; do
@@ -129,7 +151,8 @@ while [ "$#" -gt 0 ]; do
     --) shift; break ;;
     --no-overhead) overhead=0; shift ;;
     --event|--base-sha|--head-sha|--repo|--manifest|--baselines|--accept-label|--harness-dir|\
-    --workflows-dir|--build-path|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out)
+    --workflows-dir|--build-path|--expect-runs|--plan-result|--build-result|--note|--check-args|--work|--out|\
+    --runs-branch|--runs-path|--max-distance)
       [ "$#" -ge 2 ] || usage
       case "$1" in
         --event) event=$2 ;;
@@ -147,6 +170,9 @@ while [ "$#" -gt 0 ]; do
         --build-result) build_result=$2 ;;
         --note) notes+=("$2") ;;
         --check-args) check_args=$2 ;;
+        --runs-branch) runs_branch=$2 ;;
+        --runs-path) runs_path=${2%/} ;;
+        --max-distance) max_distance=$2 ;;
         --work) work=$2 ;;
         --out) out=$2 ;;
       esac
@@ -162,13 +188,20 @@ case "$expect_runs" in
   *[!0-9]*|0) echo "judge: --expect-runs must be a positive integer, got '$expect_runs'" >&2; exit 2 ;;
 esac
 if [ -z "$accept_label" ]; then echo "judge: --accept-label must not be empty" >&2; exit 2; fi
+if [ -n "$runs_branch" ] && ! git check-ref-format --branch "$runs_branch" >/dev/null 2>&1; then
+  echo "judge: --runs-branch '$runs_branch' is not a branch name" >&2; exit 2
+fi
+case "$max_distance" in
+  ''|*[!0-9]*) echo "judge: --max-distance must be a non-negative integer, got '$max_distance'" >&2; exit 2 ;;
+esac
 
+harness_path=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}
 if [ -n "${MEMPROF_CI:-}" ]; then
   harness=("$MEMPROF_CI")
 else
-  harness=(env "PYTHONPATH=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}"
-           "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
+  harness=(env "PYTHONPATH=$harness_path" "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
 fi
+reference_py=(env "PYTHONPATH=$harness_path" /usr/bin/python3 "$here/reference.py")
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -256,6 +289,66 @@ list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
   printf '%s\n' "$shown"
 }
 
+# The reference the run is judged against: main's recorded run of the
+# merge base (the pushed commit's first parent on pushes) or of its nearest
+# recorded first-parent ancestor, else the committed baselines. Sets
+# $reference, and $drift_now/$drift_title for the drift section.
+reference="$base_root/$baselines"
+drift_now=
+drift_title=
+choose_reference() {
+  if [ "$is_pr" = 0 ]; then
+    drift_now="$out/measured"
+    drift_title="Drift of this commit since the accepted baselines"
+  fi
+  [ -n "$runs_branch" ] || return 0
+  local data_ref="refs/remotes/origin/$runs_branch" from what found kind rec dist _n kept
+  # The newest records, when origin can be reached; else what the checkout fetched.
+  git_repo fetch --no-tags --quiet origin "+refs/heads/$runs_branch:$data_ref" >/dev/null 2>&1 || true
+  if [ "$is_pr" = 1 ]; then
+    from=$(git_repo merge-base "$base" "$head") || fail "Cannot find the merge base of $base and $head."
+    what="the merge base"
+  else
+    from=$(git_repo rev-parse --verify --quiet "$head^1") || from=
+    what="the pushed commit's first parent"
+  fi
+  if [ -n "$proposed" ]; then
+    notes+=("Reference: the committed baselines. This pull request changes \`$baselines/\`, so it is judged against the accepted reference (the one the accept label accepts against), not against main's recorded run.")
+    return 0
+  fi
+  if [ -z "$from" ]; then
+    notes+=("Reference: the committed baselines (the fallback): the pushed commit has no parent.")
+    return 0
+  fi
+  found=$("${reference_py[@]}" find --repo "$repo" --data-ref "$data_ref" --runs-path "$runs_path" \
+            --from "$from" --accepted "$base" --max-distance "$max_distance" --watch "$baselines" \
+            --watch "$manifest" --baselines "$base_root/$baselines" --out "$work/reference" \
+            2>"$work/reference.log") ||
+    fail "Main's recorded runs ($runs_branch) cannot be used: $(tail -n 1 "$work/reference.log")"
+  IFS=$'\t' read -r kind rec dist _n kept <<<"$found"
+  case "$kind" in
+    recorded)
+      reference="$work/reference"
+      if [ "$dist" = 0 ]; then
+        notes+=("Reference: main's recorded run of ${rec:0:12}, $what (distance 0). The verdict is this change's own effect; the drift of main since the accepted baselines is shown separately.")
+      else
+        notes+=("Reference: main's recorded run of ${rec:0:12}, the nearest recorded first-parent ancestor of $what (${from:0:12}), $dist commit(s) before it. The verdict is this change's own effect plus that of those $dist commit(s).")
+      fi
+      if [ -n "$kept" ]; then
+        notes+=("Main's recorded run has no measurement of $(printf '%s\n' "${kept//,/$'\n'}" | list_files): judged against the committed baseline.")
+      fi
+      if [ "$is_pr" = 1 ]; then
+        drift_now=$reference
+        drift_title="Drift of the base since the accepted baselines (main's recorded run of ${rec:0:12})"
+      fi ;;
+    stale)
+      notes+=("Reference: the committed baselines (the fallback). \`$baselines/\` or $manifest changed between main's nearest recorded run (${rec:0:12}, $dist commit(s) before $what) and ${base:0:12}, so that run is not the accepted state.") ;;
+    none)
+      notes+=("Reference: the committed baselines (the fallback): ${found#none$'\t'}.") ;;
+    *) fail "reference.py printed an unexpected answer." ;;
+  esac
+}
+
 # The caller's extra arguments come first and from an allow-list: the
 # trusted ones after them decide (and none of them could be overridden).
 check=(check)
@@ -303,7 +396,7 @@ if [ "$build_result" != success ]; then
   notes+=("A build job ended with '$build_result' (building, \`make test\` or profiling failed); see its log. The verdict is an error.")
 fi
 
-check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest" --baselines "$base_root/$baselines")
+check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest")
 
 accept=false
 proposed=
@@ -388,6 +481,8 @@ if [ -n "$removed" ] && [ -n "$proposed" ]; then
     notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline: a benchmark leaves the gate only with the label \`$accept_label\`, so it is judged as missing.")
   fi
 fi
+choose_reference
+check+=(--baselines "$reference" --measured-dir "$out/measured")
 if [ -n "$proposed" ]; then check+=(--proposed-baselines "$proposed"); fi
 if [ "$overhead" = 0 ]; then check+=(--no-overhead); fi
 if [ "$accept" = true ]; then check+=(--accept-changes); fi
@@ -412,6 +507,16 @@ else
   rm -f "$out/report.json"
 fi
 case "$status" in 0|1) ;; *) status=2 ;; esac
+if [ -n "$drift_now" ] && [ -d "$drift_now" ] && [ -f "$out/report.md" ]; then
+  if "${reference_py[@]}" drift --title "$drift_title" "$base_root/$baselines" "$drift_now" \
+       >"$work/drift.md" 2>"$work/drift.log"; then
+    cp -- "$work/drift.md" "$out/drift.md"
+    cat "$work/drift.md" >>"$out/report.md"
+  else
+    printf '\nThe drift since the accepted baselines could not be computed: %s\n' \
+      "$(tail -n 1 "$work/drift.log")" >>"$out/report.md"
+  fi
+fi
 for d in "${run_dirs[@]}"; do
   [ -d "$d/profiles" ] || continue
   find "$d/profiles" -maxdepth 1 -type f -name '*.ctf' -print0 |

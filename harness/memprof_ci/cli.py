@@ -25,7 +25,7 @@ import traceback
 
 import pytest
 
-from . import against, atomicio, bisection, runner, runstore
+from . import against, atomicio, bisection, measured, runner, runstore
 from . import baseline as bl
 from .cliargs import build_parser
 from .context import Context
@@ -384,6 +384,8 @@ def _run_check(args) -> int:
         # Cached results only: nothing is run again for the picture.
         _attach_stacks(rep, ctx.sides())
         _write_reports(rep, args.report_dir, args.results_json)
+        if args.measured_dir:
+            measured.write_measured(args.measured_dir, ctx.sides(), ctx.run_entries, running)
         if ret is not None:
             print(render_terminal(rep, verbose=args.verbose > 0), end="")
         return _finish(rep)

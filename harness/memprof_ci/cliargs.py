@@ -70,6 +70,9 @@ def _add_run_options(p, check: bool, profile: bool = False):
                        help="write report.md, report.json, report.html and junit.xml to DIR")
         p.add_argument("--results-json", metavar="PATH",
                        help="also write the JSON report (input of `merge`) to PATH")
+        p.add_argument("--measured-dir", metavar="DIR",
+                       help="also write each benchmark's measurement in baseline format "
+                            "to DIR/NAME.json (for `memprof-ci record`)")
     if not profile:
         p.add_argument("--strict", action="store_true",
                        help="check: a benchmark without a baseline fails instead of being "

@@ -16,7 +16,8 @@ Invariants:
 1. Records are written atomically (atomicio) under their commit's name, so
    a rerun of a commit replaces its record and a planted symlink is
    replaced, never followed.
-2. read_runs loads every *.json of the directory or fails with one line
+2. read_runs (read_record for one file) loads every *.json of the
+   directory or fails with one line
    naming the file: a record whose name is not its commit, whose format is
    another, or whose baselines do not load (baseline.parse_baseline) is an
    InputError; symlinks and non-files are refused.
@@ -83,6 +84,9 @@ def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str 
             docs[name[:-5]] = json.load(fh)
     if not docs:
         raise ConfigError(f"--baselines {baselines_dir}: no baselines to record")
+    if patch_id is None:
+        ids = {d.get("patch_id") for d in docs.values()}
+        patch_id = ids.pop() if len(ids) == 1 else None
     return {"format": FORMAT, "version": VERSION, "commit": commit, "time": int(time),
             "depth": int(depth), "subject": subject, "patch_id": patch_id, "benchmarks": docs,
             "accepted": accepted_names(report), "report": report}
@@ -127,6 +131,21 @@ def _parse(doc, path: str, stem: str) -> Run:
     return Run(stem, t, depth, subject, pid, aggs, sorted(accepted))
 
 
+def read_record(path: str, commit: str) -> tuple:
+    """(Run, its raw document) of the record file `path` of `commit`,
+    validated as read_runs validates every record (invariant 2)."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise InputError(f"{path}: not a regular file")
+    if os.path.getsize(path) > MAX_RECORD_BYTES:
+        raise InputError(f"{path}: larger than {MAX_RECORD_BYTES} bytes")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"{path}: not valid JSON: {printable(str(e))[:200]}") from None
+    return _parse(doc, path, commit), doc
+
+
 def read_runs(runs_dir: str) -> list:
     """Every record of the directory, oldest first (invariants 2, 3)."""
     if not os.path.isdir(runs_dir):
@@ -135,17 +154,7 @@ def read_runs(runs_dir: str) -> list:
     for name in sorted(os.listdir(runs_dir)):
         if not name.endswith(".json") or name.startswith("."):
             continue
-        path = os.path.join(runs_dir, name)
-        if os.path.islink(path) or not os.path.isfile(path):
-            raise InputError(f"{path}: not a regular file")
-        if os.path.getsize(path) > MAX_RECORD_BYTES:
-            raise InputError(f"{path}: larger than {MAX_RECORD_BYTES} bytes")
-        try:
-            with open(path, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise InputError(f"{path}: not valid JSON: {printable(str(e))[:200]}") from None
-        runs.append(_parse(doc, path, name[:-5]))
+        runs.append(read_record(os.path.join(runs_dir, name), name[:-5])[0])
     if not runs:
         raise ConfigError(f"--runs {runs_dir}: no run records (<commit>.json)")
     runs.sort(key=lambda r: (r.depth, r.time, r.commit))

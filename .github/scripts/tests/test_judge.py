@@ -771,7 +771,7 @@ def reusable_judge_step(r, tmp_path, env, run_dir):
     full = {"GITHUB_OUTPUT": str(tmp_path / "gh_output"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
             "ACCEPT_LABEL": ACCEPT, "LABELS_JSON": "[]", "EVENT_ACTION": "synchronize", "EVENT_LABEL": "",
             "EVENT_NAME": "pull_request", "BUILD_RESULT": "success", "MANIFEST": MANIFEST,
-            "BASELINES": "baselines", "CHECK_ARGS": "", "OVERHEAD": "true", **env}
+            "BASELINES": "baselines", "CHECK_ARGS": "", "OVERHEAD": "true", "RUNS_BRANCH": "", **env}
     proc = run_step(step, full, root)
     report = root / "_build" / "alloc-report"
     js = json.loads((report / "report.json").read_text()) if (report / "report.json").is_file() else None

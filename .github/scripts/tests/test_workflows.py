@@ -18,7 +18,8 @@ import shutil
 import pytest
 import yaml
 
-from ghci_helpers import GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, evaluate, run
+from ghci_helpers import (GIT_ENV, GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, evaluate, git, run,
+                          run_step, workflow_step)
 
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
 SHELL_SCRIPTS = sorted(p for p in SCRIPTS.glob("*.sh"))
@@ -173,13 +174,72 @@ def test_every_workflow_and_job_declares_permissions():
         assert isinstance(job["permissions"], dict), f"{name}:{job_name}: use a permission map"
 
 
-def test_only_the_comment_path_can_write():
+RECORDERS = [("alloc-gate.yml", "record"), ("memprof-ci.yml", "record")]
+
+
+def test_only_the_comment_path_and_the_push_recorder_can_write():
     for name, job_name, job in all_jobs():
         writes = {k for k, v in job["permissions"].items() if v == "write"}
         if name in ("alloc-gate-comment.yml", "memprof-ci-comment.yml"):
             assert writes == {"pull-requests"}, f"{name}:{job_name}: {writes}"
+        elif (name, job_name) in RECORDERS:
+            assert job["permissions"] == {"contents": "write"}, f"{name}:{job_name}"
         else:
             assert writes == set(), f"{name}:{job_name} runs PR code and must be read-only: {writes}"
+
+
+def record_context(event="push", ref="main", runs_branch="memprof-ci-data"):
+    return {"github.event_name": event, "github.ref": f"refs/heads/{ref}", "github.ref_name": ref,
+            "github.ref_type": "branch", "github.event.repository.default_branch": "main",
+            "inputs.runs-branch": runs_branch}
+
+
+@pytest.mark.parametrize("wf_name,tools,tested", [
+    ("alloc-gate.yml", ".github", "."), ("memprof-ci.yml", ".memprof-ci", ".memprof-ci-tested")])
+def test_record_step_commits_the_run_to_the_data_branch(tmp_path, wf_name, tools, tested):
+    """The record step's script, as the runner runs it, on a repository whose
+    origin is a local bare one: runs/<commit>.json lands on the data branch."""
+    ws = tmp_path / "ws"
+    repo = ws / tested
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("x\n")
+    git(repo, "add", "README")
+    git(repo, "commit", "-q", "-m", "main")
+    sha = git(repo, "rev-parse", "HEAD")
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", str(origin))
+    git(repo, "remote", "add", "origin", str(origin))
+    (ws / tools).symlink_to(GITHUB_DIR if tools == ".github" else REPO_ROOT)
+    measured = ws / "_build" / "alloc-report" / "measured"
+    measured.mkdir(parents=True)
+    shutil.copy(REPO_ROOT / "baselines" / "strings.json", measured / "strings.json")
+    (measured.parent / "report.json").write_text('{"benchmarks": {}}\n')
+    step = workflow_step(wf_name, "record", "Record the run")
+    env = {**GIT_ENV, "COMMIT": sha, "RUNS_BRANCH": "memprof-ci-data",
+           "MEMPROF_CI_HARNESS": str(REPO_ROOT / "harness")}
+    proc = run_step(step, env, ws)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert git(origin, "ls-tree", "-r", "--name-only", "memprof-ci-data") == f"runs/{sha}.json"
+
+
+@pytest.mark.parametrize("wf_name,job_name", RECORDERS)
+def test_record_job_runs_only_after_a_passing_judge_of_a_push_to_main(wf_name, job_name):
+    """The data branch is written only by pushes to main: no pull request
+    event, other branch or failed judge ever starts the job with a write token."""
+    job = WF[wf_name]["jobs"][job_name]
+    assert job["needs"] == "judge"
+    cond = job["if"]
+    assert evaluate(cond, record_context(), needs={"judge": "success"}) is True
+    for event in ("pull_request", "pull_request_target", "workflow_dispatch", "workflow_run"):
+        assert not evaluate(cond, record_context(event=event), needs={"judge": "success"}), event
+    assert not evaluate(cond, record_context(ref="feature"), needs={"judge": "success"})
+    for result in ("failure", "cancelled", "skipped"):
+        assert not evaluate(cond, record_context(), needs={"judge": result}), result
+    if wf_name == "memprof-ci.yml":
+        assert not evaluate(cond, record_context(runs_branch=""), needs={"judge": "success"})
+    text = yaml.safe_dump(job)
+    assert "build-command" not in text and "actions/cache" not in text and "make " not in text
 
 
 def test_no_pull_request_target():
@@ -230,10 +290,14 @@ def test_no_expressions_inside_run_scripts():
 
 
 def test_checkouts_do_not_persist_credentials():
+    """Only the push recorder keeps the token of the checkout it pushes from."""
     for name, job_name, job in all_jobs():
         for step in steps(job):
             if "actions/checkout" in step.get("uses", ""):
-                assert step["with"]["persist-credentials"] is False, f"{name}:{job_name}"
+                if (name, job_name) in RECORDERS and "memprof-ci-repository" not in str(step):
+                    assert "persist-credentials" not in step["with"], f"{name}:{job_name}"
+                else:
+                    assert step["with"]["persist-credentials"] is False, f"{name}:{job_name}"
 
 
 def test_actions_pinned_to_a_major_version():
@@ -270,11 +334,11 @@ def test_gate_triggers():
 
 def test_gate_job_graph():
     jobs = WF["alloc-gate.yml"]["jobs"]
-    assert set(jobs) == {"plan", "build", "judge"}
+    assert set(jobs) == {"plan", "build", "judge", "record"}
     assert jobs["build"]["needs"] == "plan"
     assert set(jobs["judge"]["needs"]) == {"plan", "build"}
     wf = WF["memprof-ci.yml"]
-    assert set(wf["jobs"]) == {"build", "judge"}
+    assert set(wf["jobs"]) == {"build", "judge", "record"}
     assert wf["jobs"]["judge"]["needs"] == "build"
 
 
@@ -516,12 +580,18 @@ def test_judge_step_inputs(wf_name, job_name):
         assert "--harness-dir harness" in judge["run"] and '--expect-runs "$shards"' in judge["run"]
         assert env["PLAN_RESULT"] == "${{ needs.plan.result }}" and '--plan-result "$PLAN_RESULT"' in judge["run"]
         assert "alloc-run-shard-$k" in judge["run"]
+        # The reference: main's recorded runs on the data branch the record job writes.
+        assert "--runs-branch memprof-ci-data" in judge["run"]
+        record = step_named(gate_job("record"), "Record the run")
+        assert "--branch memprof-ci-data" in record["run"]
     else:
         assert env["ACCEPT_LABEL"] == "${{ inputs.accept-label }}"
         # memprof-ci is pinned there: the caller's PR cannot change the harness.
         assert "--harness-dir" not in judge["run"] and "--expect-runs 1" in judge["run"]
         assert env["CHECK_ARGS"] == "${{ inputs.check-args }}"
         assert env["OVERHEAD"] == "${{ inputs.overhead }}"
+        assert env["RUNS_BRANCH"] == "${{ inputs.runs-branch }}"
+        assert 'args+=(--runs-branch "$RUNS_BRANCH")' in judge["run"]
 
 
 def test_labels_are_read_only_from_the_payload_through_env():

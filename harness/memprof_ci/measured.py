@@ -1,0 +1,55 @@
+"""What a check measured, in baseline format: `check --measured-dir DIR`.
+
+The judge of main's pushes writes each benchmark's measurement as
+DIR/<name>.json, the document `update-baselines` would have written for it,
+so that `memprof-ci record` can store main's run where later judges read it
+as their reference.
+
+Invariants:
+1. One document per benchmark that has a current measurement; nothing is
+   written for a benchmark that failed to run.
+2. A document carries the plan of the trusted baseline it was judged
+   against (so a later judge runs and compares it the same way), the run's
+   overhead record, and the run's runtime patch id when the run has exactly
+   one; its git_commit is null (the record names the commit).
+3. Files are written atomically (atomicio): a symlink planted at a target is
+   replaced, never followed.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import atomicio
+from . import baseline as bl
+from .errors import InfraError
+
+
+def single_patch_id(patch_ids) -> str | None:
+    """The runtime patch id the run was measured with, if it has exactly one."""
+    ids = {p for p in patch_ids if p}
+    return ids.pop() if len(ids) == 1 else None
+
+
+def write_measured(out_dir: str, sides: dict, run_entries, patch_ids) -> list:
+    """sides: {name: (trusted Aggregate or None, current Aggregate or None)};
+    run_entries: {name: runstore.RunEntry} of a --from-run check, or None.
+    Returns the paths written, sorted."""
+    patch = single_patch_id(patch_ids)
+    written = []
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        for name, (trusted, cur) in sorted(sides.items()):
+            if cur is None:
+                continue
+            entry = (run_entries or {}).get(name)
+            plan = trusted.meta.get("plan") if trusted is not None else None
+            doc = bl.to_document(cur, entry.overhead if entry is not None else None, patch,
+                                 None, plan=plan)
+            path = bl.baseline_path(out_dir, name)
+            atomicio.write_atomic(path, bl.dumps(doc))
+            written.append(path)
+    except OSError as e:
+        raise InfraError(f"--measured-dir: cannot write {e.filename or out_dir}: "
+                         f"{e.strerror or e}") from None
+    return written
