@@ -8,8 +8,10 @@ as their reference.
 Invariants:
 1. One document per benchmark that has a current measurement; nothing is
    written for a benchmark that failed to run.
-2. A document carries the plan of the trusted baseline it was judged
-   against (so a later judge runs and compares it the same way), the run's
+2. A document carries the plan and the GC schedule spread of the trusted
+   baseline it was judged against (properties of the benchmark that
+   update-baselines measured, so a later judge runs and compares it the
+   same way), the run's
    overhead record, and the run's runtime patch id when the run has exactly
    one; its git_commit is null (the record names the commit).
 3. Files are written atomically (atomicio): a symlink planted at a target is
@@ -43,9 +45,9 @@ def write_measured(out_dir: str, sides: dict, run_entries, patch_ids) -> list:
             if cur is None:
                 continue
             entry = (run_entries or {}).get(name)
-            plan = trusted.meta.get("plan") if trusted is not None else None
+            meta = trusted.meta if trusted is not None else {}
             doc = bl.to_document(cur, entry.overhead if entry is not None else None, patch,
-                                 None, plan=plan)
+                                 None, plan=meta.get("plan"), schedule=meta.get("schedule"))
             path = bl.baseline_path(out_dir, name)
             atomicio.write_atomic(path, bl.dumps(doc))
             written.append(path)
