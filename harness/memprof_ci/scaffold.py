@@ -89,6 +89,7 @@ permissions: {{}}
 jobs:
   alloc:
     permissions:
+      # `write` with runs-branch below (only its record job uses it).
       contents: read
     uses: {repo}/.github/workflows/memprof-ci.yml@{ref}
     with:
@@ -100,6 +101,10 @@ jobs:
       check-args: ''
       profile-args: ''
       accept-label: '{label}'
+      # Judge each pull request against {branch}'s recorded run of its merge
+      # base (the baselines stay the fallback): uncomment, and give the job
+      # `contents: write` above.
+      # runs-branch: memprof-ci-data
 """
 
 COMMENT = """\

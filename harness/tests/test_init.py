@@ -70,3 +70,17 @@ def test_init_names_the_patch_id_or_how_to_record_it(tmp_path):
             env_extra={"MEMPROF_CI_PATCH_ID": "0123456789abcdef"})
     assert "runtime patch id 0123456789abcdef" in r.stdout
     assert "MEMPROF_CI_PATCH_ID=" not in r.stdout
+
+
+def test_init_offers_main_runs_as_the_reference(tmp_path):
+    """The gate's runs-branch is one uncommented line away, and the reusable
+    workflow takes it as an input."""
+    assert cli(tmp_path, "init", "--repository", "acme/memprof-ci", "--ref", "v1").returncode == 0
+    text = (tmp_path / ".github/workflows/alloc.yml").read_text()
+    assert "runs-branch" not in yaml.safe_load(text)["jobs"]["alloc"]["with"]
+    (line,) = [x for x in text.splitlines() if x.strip() == "# runs-branch: memprof-ci-data"]
+    on = yaml.safe_load(text.replace(line, line.replace("# ", "", 1)))
+    assert on["jobs"]["alloc"]["with"]["runs-branch"] == "memprof-ci-data"
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    reusable = yaml.safe_load(open(os.path.join(repo, ".github/workflows/memprof-ci.yml")))
+    assert "runs-branch" in reusable[True]["workflow_call"]["inputs"]
