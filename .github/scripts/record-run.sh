@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # record-run.sh --commit SHA --measured DIR [--report FILE] [--repo DIR]
 #               [--remote NAME] [--branch NAME] [--runs-path PATH] [--attempts N]
+#               [--accepted-baselines PATH]
 #
 # Records a run of main for later judges: `memprof-ci record` turns the
 # judge's measurement (DIR: one baseline-format NAME.json per benchmark,
@@ -16,6 +17,9 @@
 #   --repo DIR         the repository (default .); its work tree and index are
 #                      never touched: the data branch is built from git objects
 #   --attempts N       pushes tried when another record won the race (default 5)
+#   --accepted-baselines PATH
+#                      the committed baselines' directory in --repo: benchmarks
+#                      whose baseline SHA changed are marked accepted
 #
 # Invariants:
 #   - the data branch only ever gains commits that add or replace one file,
@@ -29,7 +33,7 @@ trap 'echo "record-run: internal error at line $LINENO" >&2; exit 2' ERR
 
 usage() {
   echo "usage: $0 --commit SHA --measured DIR [--report FILE] [--repo DIR] [--remote NAME]" \
-       "[--branch NAME] [--runs-path PATH] [--attempts N]" >&2
+       "[--branch NAME] [--runs-path PATH] [--attempts N] [--accepted-baselines PATH]" >&2
   exit 2
 }
 die() { echo "record-run: $*" >&2; exit 2; }
@@ -43,9 +47,10 @@ remote=origin
 branch=memprof-ci-data
 runs_path=runs
 attempts=5
+accepted=
 while [ "$#" -gt 0 ]; do
   case "$1" in
-    --commit|--measured|--report|--repo|--remote|--branch|--runs-path|--attempts)
+    --commit|--measured|--report|--repo|--remote|--branch|--runs-path|--attempts|--accepted-baselines)
       [ "$#" -ge 2 ] || usage
       case "$1" in
         --commit) commit=$2 ;;
@@ -56,6 +61,7 @@ while [ "$#" -gt 0 ]; do
         --branch) branch=$2 ;;
         --runs-path) runs_path=${2%/} ;;
         --attempts) attempts=$2 ;;
+        --accepted-baselines) accepted=$2 ;;
       esac
       shift 2 ;;
     *) echo "record-run: unexpected argument '$1'" >&2; usage ;;
@@ -88,6 +94,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 args=(record --runs "$work/runs" --baselines "$measured" --commit "$commit")
 if [ -n "$report" ]; then args+=(--report "$report"); fi
+if [ -n "$accepted" ]; then args+=(--accepted-baselines "$accepted"); fi
 (cd "$repo" && "${harness[@]}" "${args[@]}") || die "memprof-ci record failed"
 record="$work/runs/$commit.json"
 [ -f "$record" ] || die "memprof-ci record wrote no $commit.json"

@@ -46,7 +46,7 @@ from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
-from .worktree import commit_info, toplevel
+from .worktree import changed_baselines, commit_info, toplevel
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -473,8 +473,12 @@ def cmd_record(args) -> int:
                 report = json.load(fh)
         except (OSError, ValueError) as e:
             raise InputError(f"--report {args.report}: {e}") from None
-    sha, when, subject, depth = commit_info(toplevel("."), args.commit, "--commit")
-    rec = make_record(sha, when, subject, depth, runner.patch_id(), args.baselines, report)
+    repo = toplevel(".")
+    sha, when, subject, depth = commit_info(repo, args.commit, "--commit")
+    changed = (changed_baselines(repo, sha, args.accepted_baselines)
+               if args.accepted_baselines else [])
+    rec = make_record(sha, when, subject, depth, runner.patch_id(), args.baselines, report,
+                      changed)
     print(f"memprof-ci: wrote {write_record(args.runs, rec)}")
     return EXIT_OK
 

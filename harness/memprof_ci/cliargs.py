@@ -102,6 +102,9 @@ def _add_commit_commands(sub) -> None:
     rc.add_argument("--baselines", required=True, metavar="DIR",
                     help="the run's measurements in baseline format (update-baselines --baselines)")
     rc.add_argument("--report", metavar="REPORT_JSON", help="the run's check report.json")
+    rc.add_argument("--accepted-baselines", metavar="PATH",
+                    help="the committed baselines' directory, relative to the repository: "
+                         "benchmarks whose baseline the commit changed are marked accepted")
     rc.add_argument("--commit", default="HEAD", metavar="REV",
                     help="the measured commit, in the current directory's repository; "
                          "default: %(default)s")

@@ -9,7 +9,9 @@ directory (a directory of the workflow's data branch, say):
      "depth": the number of commits in its first-parent history,
      "subject": the commit's first line, "patch_id": the runtime's patch id,
      "benchmarks": {name: baseline document (baseline.py's format)},
-     "accepted": [names whose change the maintainers accepted here],
+     "accepted": [names whose change the maintainers accepted here: by the
+                  label in the report, or by changing the committed baseline
+                  in this commit (`record --accepted-baselines`)],
      "report": the check report of the run (report.json), or null}
 
 Invariants:
@@ -68,8 +70,10 @@ def accepted_names(report: dict | None) -> list:
 
 
 def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str | None,
-                baselines_dir: str, report: dict | None) -> dict:
-    """The record of one run: every baseline of `baselines_dir`, checked."""
+                baselines_dir: str, report: dict | None, changed: list = ()) -> dict:
+    """The record of one run: every baseline of `baselines_dir`, checked.
+    Accepted: the benchmarks the report's label accepted, and `changed`,
+    those whose committed baseline the commit changed."""
     if not COMMIT_RE.fullmatch(commit or ""):
         raise ConfigError(f"commit {printable(commit)!r}: not a full commit id")
     if not os.path.isdir(baselines_dir):
@@ -89,7 +93,8 @@ def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str 
         patch_id = ids.pop() if len(ids) == 1 else None
     return {"format": FORMAT, "version": VERSION, "commit": commit, "time": int(time),
             "depth": int(depth), "subject": subject, "patch_id": patch_id, "benchmarks": docs,
-            "accepted": accepted_names(report), "report": report}
+            "accepted": sorted(set(accepted_names(report)) | set(changed)),
+            "report": report}
 
 
 def write_record(runs_dir: str, record: dict) -> str:

@@ -131,3 +131,23 @@ def commit_info(repo: str, ref: str, flag: str) -> tuple:
     when, _, subject = git(repo, "show", "-s", "--format=%ct %s", sha).partition(" ")
     depth = int(git(repo, "rev-list", "--count", "--first-parent", sha))
     return sha, int(when), subject, depth
+
+
+def changed_baselines(repo: str, sha: str, path: str) -> list:
+    """Benchmark names whose `path/NAME.json` differs between `sha` and its
+    first parent (all of them for a root commit): on main, baselines change
+    only when maintainers accept a change."""
+    if (not path or os.path.isabs(path) or "\0" in path or len(path) > 1000
+            or ".." in path.split("/")):
+        raise ConfigError(f"--accepted-baselines {printable(path)!r}: not a relative path "
+                          f"inside the repository")
+    path = path.rstrip("/")
+    parent = git(repo, "rev-parse", "--verify", "--quiet", f"{sha}^1", check=False)
+    base = parent or git(repo, "hash-object", "-t", "tree", "/dev/null")
+    out = git(repo, "diff", "--name-only", "--no-renames", base, sha, "--", path)
+    names = set()
+    for f in out.splitlines():
+        d, _, name = f.rpartition("/")
+        if d == path and name.endswith(".json") and not name.startswith("."):
+            names.add(name[:-5])
+    return sorted(names)

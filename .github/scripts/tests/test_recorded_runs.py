@@ -306,6 +306,19 @@ def test_record_run_appends_to_the_data_branch_and_retries_a_lost_race(gh, tmp_p
     rec = json.loads(git(origin, "show", f"{BRANCH}:runs/{second}.json"))
     assert rec["commit"] == second and rec["patch_id"] == doc["patch_id"]
     assert sorted(rec["benchmarks"]) == ["a", "b"]
+    assert rec["accepted"] == []
+    # A commit that changes a committed baseline is an accepted change: the
+    # record marks that benchmark, from git, whatever the report says.
+    hook.unlink()
+    write(r, "baselines/a.json", (r / "baselines" / "a.json").read_text() + "\n")
+    git(r, "commit", "-q", "-am", "accept a")
+    third = head(r)
+    for sha, want in ((second, []), (third, ["a"])):
+        proc = run([RECORD, "--commit", sha, "--measured", str(measured), "--repo", str(r),
+                    "--accepted-baselines", "baselines"])
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        rec = json.loads(git(origin, "show", f"{BRANCH}:runs/{sha}.json"))
+        assert rec["accepted"] == want, (sha, rec["accepted"])
 
 
 @pytest.mark.parametrize("flag,value", [
