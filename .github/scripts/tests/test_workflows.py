@@ -221,6 +221,16 @@ def test_record_step_commits_the_run_to_the_data_branch(tmp_path, wf_name, tools
     proc = run_step(step, env, ws)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert git(origin, "ls-tree", "-r", "--name-only", "memprof-ci-data") == f"runs/{sha}.json"
+    # The next step renders the data branch's runs as the history page,
+    # which the last one uploads.
+    page = ws / "_build" / "alloc-history" / "history.html"
+    assert not page.exists()
+    render = workflow_step(wf_name, "record", "Render main's history")
+    proc = run_step(render, env, ws)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f'data-commit="{sha}"' in page.read_text()
+    upload = workflow_step(wf_name, "record", "Upload main's history")
+    assert upload["with"]["path"] == "_build/alloc-history/"
 
 
 @pytest.mark.parametrize("wf_name,job_name", RECORDERS)
