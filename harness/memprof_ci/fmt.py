@@ -108,6 +108,12 @@ def time_text(t) -> str:
     return "time " + ", ".join(parts) if parts else ""
 
 
+def rss_text(r) -> str:
+    """The added peak RSS of an overhead record's rss, or ""."""
+    b = num_of(r, "added_bytes") if isinstance(r, dict) else None
+    return "" if b is None else f"peak RSS {b / 2**20:+.1f} MB"
+
+
 def overhead_text(o) -> str:
     """An overhead record as one line: the counted estimate (its range when
     counted several times), the threshold and its basis, then time."""
@@ -133,4 +139,5 @@ def overhead_text(o) -> str:
     elif num_of(o, "baseline_estimate") is not None:
         s += f" (baseline {num_of(o, 'baseline_estimate'):+.2%})"
     t = time_text(o.get("time"))
-    return s + ("; " + t if t else "")
+    m = rss_text(o.get("rss"))
+    return s + ("; " + t if t else "") + ("; " + m if m else "")

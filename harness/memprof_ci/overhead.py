@@ -30,7 +30,8 @@ its overhead with the same arguments and model; else `overhead_budget`,
 with a note saying why.  update-baselines enforces the budget (over_budget).
 
 Time (overhead_time.py) is measured beside the count, as information; it
-fails the check only for a benchmark with `overhead_time_fails`.
+fails the check only for a benchmark with `overhead_time_fails`.  The
+added peak RSS (overhead_rss.py) is measured too, and is only shown.
 Invariants: a failed counted run raises InfraError, never a figure; every
 figure of a record is derived again from its counts when the record is
 read back (parse_record), so a record cannot state a figure its counts do
@@ -45,7 +46,7 @@ import os
 import statistics
 
 from . import counted
-from . import overhead_time
+from . import overhead_rss, overhead_time
 from . import validate as V
 from .errors import InfraError, InputError
 from .runner import memprof_env_value
@@ -126,11 +127,11 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
     t = overhead_time.measure(bench, work_dir, hyperfine, time_threshold,
                               level if level is not None else bench.alpha)
     c = count_sides(bench)
-    return _record(c, t)
+    return _record(c, t, overhead_rss.measure(bench, work_dir))
 
 
-def _record(c: dict, t: dict | None) -> dict:
-    return {"measure": MEASURE, **figures(c), "counted": c, "time": t,
+def _record(c: dict, t: dict | None, rss: dict | None) -> dict:
+    return {"measure": MEASURE, **figures(c), "counted": c, "time": t, "rss": rss,
             "median_off_s": (t or {}).get("median_off_s"),
             "median_on_s": (t or {}).get("median_on_s"),
             "method": (f"estimated cycles ({counted.MODEL}), profiling on / off, "
@@ -270,7 +271,7 @@ def parse_record(d, where: str):
         raise InputError(f"{where}.measure must be {MEASURE!r}, not {d['measure']!r}")
     c = _parse_counted(d.get("counted"), f"{where}.counted")
     t = None if d.get("time") is None else overhead_time.parse(d["time"], f"{where}.time")
-    return _record(c, t)
+    return _record(c, t, overhead_rss.parse(d.get("rss"), f"{where}.rss"))
 
 
 def nice_rate_below(rate: float, factor: float) -> float:

@@ -47,7 +47,7 @@ def bench(name, base: dict, cur: dict, e=3e-4):
 
 def fixed_overhead() -> dict:
     """A judged overhead record: counted once per side, CPU time steady,
-    wall time in two speeds (noisy)."""
+    wall time in two speeds (noisy), 832 KiB of added peak RSS."""
     ev = {"Ir": 74_372_475, "I1mr": 3347, "ILmr": 2539, "Dr": 18_438_216, "D1mr": 713_208,
           "DLmr": 3183, "Dw": 12_971_148, "D1mw": 810_488, "DLmw": 45_338}
     on = dict(ev, Ir=75_712_068, I1mr=6301, D1mr=764_941)
@@ -56,8 +56,8 @@ def fixed_overhead() -> dict:
         "off": [ev], "on": [on]}, "time": {
         "runs": 5, "first_rounds": 5,
         "cpu_off_s": [0.30, 0.31, 0.30, 0.32, 0.30], "cpu_on_s": [0.31, 0.32, 0.31, 0.33, 0.31],
-        "wall_off_s": [0.51, 0.29, 0.50, 0.28, 0.30], "wall_on_s": [0.29, 0.52, 0.29, 0.28, 0.51]}},
-        "overhead")
+        "wall_off_s": [0.51, 0.29, 0.50, 0.28, 0.30], "wall_on_s": [0.29, 0.52, 0.29, 0.28, 0.51]},
+        "rss": {"off_kb": [10_504], "on_kb": [11_336]}}, "overhead")
     return {**rec, "threshold": 0.12, "basis": "baseline", "budget": 0.10, "status": "~",
             "note": "", "baseline_estimate": 0.02, "baseline_ci_high": 0.02}
 
@@ -120,7 +120,7 @@ def test_identical_comparison_prints_headline_and_status_table_only():
     del rep["benchmarks"]["changed"]
     verdict.decide(rep)
     cell = ("+1.37% cycles (+1.80% instr.) vs +12.00% (baseline +2.00% + tolerance); "
-            "time CPU +3.3% [+3.1%, +3.3%], wall noisy (pairs -43% to +79%)")
+            "time CPU +3.3% [+3.1%, +3.3%], wall noisy (pairs -43% to +79%); peak RSS +0.8 MB")
     assert render_terminal(rep).splitlines() == [
         "memprof-ci: no regression in 1 benchmark(s)",
         "",

@@ -79,7 +79,8 @@ def test_counts_repeat_exactly_and_stalled_profiled_runs_still_pass(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     o = b["overhead"]
     stalls = (tmp_path / "cost.stalls").read_text().splitlines()
-    assert len(stalls) == o["time"]["runs"] + 1          # each timed "on" run, and the counted
+    # Each timed "on" run, the counted one and the peak RSS run.
+    assert len(stalls) == o["time"]["runs"] + 1 + len(o["rss"]["on_kb"])
     assert o["status"] == "~" and o["counted"]["off"] == base["counted"]["off"]
     assert abs(o["estimate"] - base["estimate"]) < 0.01
     row = [x for x in open(tmp_path / "rep2" / "report.md").read().splitlines()
