@@ -8,10 +8,10 @@ ratio profiled / unprofiled is taken within the pair. Printed, with the
 load average at the end: for wall time and for CPU time (user + system,
 all threads) the median ratio, its distribution-free interval
 (memprof_ci.stats.paired_overhead_interval, the harness's own) and the
-range; and the mean within-pair difference in system time, the kernel's
+range; the mean within-pair difference in system time, the kernel's
 share (page faults, the profile's write): the mean, as the kernel counts
 a process's system time in whole clock ticks, which a median would
-round.
+round; and the peak RSS of one more run a side (memprof_ci.overhead_rss).
 
 Invariants: the program's output is discarded and its profile goes to a
 private temporary directory removed afterwards; a bad argument or a failed
@@ -30,6 +30,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "harness"))
+from memprof_ci.errors import InfraError  # noqa: E402
+from memprof_ci.overhead_rss import peak_kb  # noqa: E402
 from memprof_ci.stats import paired_overhead_interval  # noqa: E402
 
 
@@ -79,14 +81,19 @@ def main(args: list[str]) -> int:
                     runs[p].append(_run(argv, prof if p else base))
                 for f in os.listdir(tmp):
                     os.unlink(os.path.join(tmp, f))
-        except (OSError, subprocess.CalledProcessError) as e:
+            # Peak RSS: one more run a side under the harness's launcher
+            # (this interpreter's own size would mask a child's).
+            rss = {p: peak_kb(argv, prof if p else base, None, 3600, exe) for p in (False, True)}
+        except (OSError, subprocess.CalledProcessError, InfraError) as e:
             print(f"pairs.py: running {exe}: {e}", file=sys.stderr)
             return 2
     on, off = (list(zip(*runs[p])) for p in (True, False))
     sys_ms = statistics.fmean(a - b for a, b in zip(on[2], off[2])) * 1e3
     print(f"{os.path.basename(exe)} {prog_args} rate={rate_s} pairs={pairs}: "
           f"wall {_summary(on[0], off[0])}; cpu {_summary(on[1], off[1])}; "
-          f"system {sys_ms:+.1f} ms; load {os.getloadavg()[0]:.2f}")
+          f"system {sys_ms:+.1f} ms; peak RSS {rss[False] / 1024:.1f} -> "
+          f"{rss[True] / 1024:.1f} MB ({(rss[True] - rss[False]) / 1024:+.1f} MB); "
+          f"load {os.getloadavg()[0]:.2f}")
     return 0
 
 

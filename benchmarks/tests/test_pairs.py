@@ -37,15 +37,19 @@ def test_prints_ratios_interval_and_system_time(tmp_path):
     assert res.returncode == 0, res.stderr
     m = re.search(r"wall median ([0-9.]+) \(([0-9.]+)% interval ([0-9.]+)-([0-9.]+)\) "
                   r"range ([0-9.]+)-([0-9.]+); cpu median [0-9.]+ .*; system [-+][0-9.]+ ms; "
+                  r"peak RSS ([0-9.]+) -> ([0-9.]+) MB \(([-+][0-9.]+) MB\); "
                   r"load [0-9.]+$", res.stdout.strip())
     assert m, res.stdout
-    med, cov, lo, hi, rmin, rmax = map(float, m.groups())
+    med, cov, lo, hi, rmin, rmax, rss_off, rss_on, added = map(float, m.groups())
+    # A shell's peak: above zero, and the difference is the two printed.
+    assert rss_off > 0 and abs(rss_on - rss_off - added) < 0.11
     # The profiled side sleeps 0.2 s more: only the direction is asserted
     # (a busy machine stretches both sides by any amount).
     assert med > 1 and rmin <= lo <= med <= hi <= rmax and cov > 90
     lines = seen.read_text().split()
     dirs, counts = lines[0::2], lines[1::2]
-    assert len(dirs) == 5 and all(c == "1" for c in counts)   # the previous pair's removed
+    # Five pairs and the profiled peak RSS run; the previous pair's removed.
+    assert len(dirs) == 6 and all(c == "1" for c in counts)
     assert not Path(dirs[0]).exists()                          # and the directory itself
 
 

@@ -53,32 +53,34 @@ sys.stderr.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}\\n")
 """
 
 
-def _peak_kb(bench, env: dict) -> int:
-    """One run of the benchmark's command; its peak RSS in kilobytes."""
+def peak_kb(argv: list, env: dict, cwd: str | None, timeout: float, what: str) -> int:
+    """One run of argv under the launcher; its peak RSS in kilobytes.
+    Failures raise InfraError naming `what`."""
     try:
-        p = subprocess.Popen([sys.executable, "-S", "-I", "-c", LAUNCHER, *bench.command],
-                             cwd=bench.cwd, env=env, stdin=subprocess.DEVNULL,
+        p = subprocess.Popen([sys.executable, "-S", "-I", "-c", LAUNCHER, *argv],
+                             cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              start_new_session=True)
     except OSError as e:
-        raise InfraError(f"benchmark {bench.name!r}: cannot run {bench.command[0]} for its "
-                         f"peak RSS: {e.strerror or e}") from None
+        raise InfraError(f"{what}: cannot run {argv[0]} for its peak RSS: "
+                         f"{e.strerror or e}") from None
     try:
-        _, err = p.communicate(timeout=bench.timeout)
+        _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-        raise InfraError(f"benchmark {bench.name!r}: the peak RSS run timed out after "
-                         f"{bench.timeout:g}s") from None
+        raise InfraError(f"{what}: the peak RSS run timed out after {timeout:g}s") from None
     fields = err.decode("ascii", "replace").split()
     if p.returncode != 0 or len(fields) != 2 or not all(f.lstrip("-").isdigit() for f in fields):
-        raise InfraError(f"benchmark {bench.name!r}: the peak RSS launcher failed "
-                         f"(status {p.returncode})")
+        raise InfraError(f"{what}: the peak RSS launcher failed (status {p.returncode})")
     status, kb = int(fields[0]), int(fields[1])
     if status != 0:
-        raise InfraError(f"benchmark {bench.name!r}: the peak RSS run exited with status "
-                         f"{status}")
+        raise InfraError(f"{what}: the peak RSS run exited with status {status}")
     return kb
+
+
+def _peak_kb(bench, env: dict) -> int:
+    return peak_kb(bench.command, env, bench.cwd, bench.timeout, f"benchmark {bench.name!r}")
 
 
 def measure(bench, work_dir: str) -> dict:
