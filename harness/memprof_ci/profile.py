@@ -43,6 +43,10 @@ PEAK_KEY = "peak_live_samples"
 # config.peak of a profile whose peak is the first maximum over every
 # allocation (runtime-patch/format/profile-format.md, "The peak").
 PEAK_EVENTS = "events"
+# config.stacks: "site" when the runtime cut each stack after its innermost
+# frame outside the standard library (OCAMLMEMPROF stacks=site); absent
+# means whole stacks ("full").  The site table is the same either way.
+STACKS_MODES = ("full", "site")
 FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
 
 
@@ -58,6 +62,7 @@ class Profile:
     gc: dict
     totals: dict
     stacks: list = field(repr=False)
+    stacks_mode: str = "full"
 
 
 _is_count = validate.is_count
@@ -141,6 +146,9 @@ def _check_header(doc, path: str, bad) -> tuple:
         raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
     if not (_is_count(cfg["frames"]) and cfg["frames"] >= 1):
         raise bad(f"config.frames {cfg['frames']!r} is not a positive integer")
+    if cfg.get("stacks", "full") not in STACKS_MODES:
+        raise bad(f"config.stacks {mdsafe.printable(repr(cfg['stacks'])[:100])} is neither "
+                  f"full nor site")
     return version, cfg
 
 
@@ -208,7 +216,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     return Profile(path=path, ocaml_version=doc["ocaml_version"],
                    backend=doc["backend"], argv=list(doc["argv"]),
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
-                   gc=gc_out, totals=doc["totals"], stacks=stacks)
+                   gc=gc_out, totals=doc["totals"], stacks=stacks,
+                   stacks_mode=cfg.get("stacks", "full"))
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -59,12 +59,18 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
     name gets the run's pid (`.%p` before its extension), so that runs
     repeated with one setting each write a new file instead of replacing
     the last one (replacing a large file costs its removal, which is not
-    the profiler's cost)."""
+    the profiler's cost).  At rate 1 the stacks are cut at their sites
+    (`stacks=site`)."""
     out = _literal(out)
     if per_process:
         root, ext = os.path.splitext(out)
         out = f"{root}.%p{ext}"
     spec = f"rate={rate!r},seed={seed},frames={frames},out={out}"
+    if rate == 1.0:
+        # Counting every word: each stack is cut at its site (the runtime's
+        # stacks=site), which keeps the profile small and gives the same
+        # site table as whole stacks.
+        spec += ",stacks=site"
     return spec + f",trace={_literal(trace)}" if trace else spec
 
 

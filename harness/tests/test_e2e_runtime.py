@@ -153,3 +153,37 @@ def test_counted_overhead_repeats_to_the_count_with_the_runtime(tmp_path):
     assert runs[0]["threads"] == "disabled"
     assert runs[1] == runs[0] and runs[2] == runs[0]
     assert overhead.figures(runs[0])["estimate"] > 0
+
+
+@pytest.mark.needs_runtime
+def test_exact_runs_cut_stacks_at_the_site_and_keep_the_site_table(tmp_path):
+    """A benchmark of mode "exact" is profiled with stacks=site (the runtime
+    records it in config.stacks), and its sites (every grouping, with their
+    samples, live and peak samples, lines and via) are those of the same run
+    with whole stacks."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    from memprof_ci.sites import GROUPINGS, aggregate_paths
+    work = str(tmp_path)
+    (tmp_path / "benchmarks.toml").write_text(MANIFEST.replace('mode = "sampled"',
+                                                               'mode = "exact"'))
+    build(work, "alloc_base.ml")
+    r = run_cli(["profile", "--manifest", "benchmarks.toml", "--out", "run", "--no-overhead"],
+                cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cut = tmp_path / "run" / "profiles" / "alloc.1.json"
+    doc = json.load(open(cut))
+    assert doc["config"]["rate"] == 1 and doc["config"]["stacks"] == "site"
+    full = tmp_path / "full.json"
+    env = dict(os.environ, OCAMLMEMPROF=f"rate=1,seed=1,frames=32,out={full}")
+    subprocess.run(["./alloc.exe"], cwd=work, env=env, check=True, timeout=120,
+                   stdout=subprocess.DEVNULL)
+    assert "stacks" not in json.load(open(full))["config"]
+    assert len(doc["stacks"]) < len(json.load(open(full))["stacks"])
+    for grouping in GROUPINGS:
+        a = aggregate_paths([str(cut)], grouping, "alloc")
+        b = aggregate_paths([str(full)], grouping, "alloc")
+        assert {k: s.to_json() for k, s in a.sites.items()} == \
+            {k: s.to_json() for k, s in b.sites.items()}, grouping
+        assert (a.total_samples, a.total_live, a.total_peak, a.gc) == \
+            (b.total_samples, b.total_live, b.total_peak, b.gc)

@@ -118,6 +118,32 @@ def test_profile_version2_rejects(tmp_path, edit, msg):
     _assert_rejected(tmp_path, doc, msg)
 
 
+@pytest.mark.parametrize("value,ok", [
+    ("site", True), ("full", True), ("Site", False), (1, False), (None, False)])
+def test_profile_config_stacks(tmp_path, value, ok):
+    """config.stacks, written by a runtime that cut each stack at its site
+    (stacks=site), is read and kept; any other value than full or site is
+    refused in one line."""
+    doc = to_version3(make_profile(_TWO_STACKS))
+    doc["config"]["stacks"] = value
+    path = write_json(tmp_path / "p.json", doc)
+    if ok:
+        assert load_profile(path).stacks_mode == value
+    else:
+        with pytest.raises(InputError, match="config.stacks .* is neither full nor site") as e:
+            load_profile(path)
+        assert "\n" not in str(e.value)
+
+
+def test_memprof_env_value_cuts_stacks_at_rate_1():
+    """Every exact (rate 1) run asks the runtime for stacks=site; sampled
+    runs keep whole stacks."""
+    from memprof_ci.runner import memprof_env_value
+    assert memprof_env_value(1.0, 1, 16, "p.json").endswith(",stacks=site")
+    assert "stacks" not in memprof_env_value(1e-4, 1, 16, "p.json")
+    assert "stacks=site" in memprof_env_value(1.0, 1, 16, "p.json", trace="t.ctf")
+
+
 def _manifest(tmp_path, text):
     p = tmp_path / "m.toml"
     p.write_text(text)

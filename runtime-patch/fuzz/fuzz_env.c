@@ -56,14 +56,15 @@ static bool same_env(const struct caml_memprof_env *a,
   return a->seeded == b->seeded && a->seed == b->seed
     && a->tracking == b->tracking && a->rate == b->rate
     && a->frames == b->frames && same_path(a->out, b->out)
-    && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc;
+    && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc
+    && a->stacks_at_site == b->stacks_at_site;
 }
 
 /* `env` written back as a setting, in canonical form. */
 static char *canonical(const struct caml_memprof_env *env)
 {
   size_t cap = (env->out ? strlen(env->out) : 0)
-    + (env->trace ? strlen(env->trace) : 0) + 170, n = 0;
+    + (env->trace ? strlen(env->trace) : 0) + 190, n = 0;
   char *s = malloc(cap);
   if (s == NULL) abort();
   s[0] = '\0';
@@ -71,8 +72,9 @@ static char *canonical(const struct caml_memprof_env *env)
     n += snprintf(s + n, cap - n, "seed=%llu,", (unsigned long long)env->seed);
   }
   if (env->tracking) {
-    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,",
-                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk");
+    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,stacks=%s,",
+                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
+                  env->stacks_at_site ? "site" : "full");
     if (env->out) n += snprintf(s + n, cap - n, "out=%s,", env->out);
     if (env->trace) n += snprintf(s + n, cap - n, "trace=%s,", env->trace);
   }
@@ -128,8 +130,8 @@ static void check_success(const char *orig, const char *spec, size_t len,
     check(env->rate == 0.0 && env->frames == CAML_MEMPROF_DEFAULT_FRAMES
           && env->out != NULL
           && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
-          && !env->live_by_gc && env->trace == NULL,
-          "frames, out, trace or live without rate", orig);
+          && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site,
+          "frames, out, trace, live or stacks without rate", orig);
   }
   check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
         "frames out of range", orig);

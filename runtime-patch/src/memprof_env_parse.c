@@ -20,7 +20,12 @@
  *                 (memprof_ctf.c); given without out=, no profile is
  *                 written, only the trace
  *      live=walk|gc
- *    `frames`, `out`, `trace` and `live` need `rate`. The first `=` of an item
+ *      stacks=full|site
+ *                 full (the default) keeps each sample's callstack
+ *                 prefix of `frames` slots; site cuts it after the
+ *                 innermost slot outside the standard library
+ *                 (memprof_tracker.c, design 8)
+ *    `frames`, `out`, `trace`, `live` and `stacks` need `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
  *    exit. The setting is cut up in place and `out` points into it.
@@ -50,7 +55,7 @@
 #include <string.h>
 #include "caml/memprof_env_parse.h"
 
-#define KEYS "(keys: seed, rate, frames, out, trace, live)"
+#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -247,6 +252,15 @@ static bool parse_live(struct msg *m, const char *val,
   return true;
 }
 
+static bool parse_stacks(struct msg *m, const char *val,
+                         struct caml_memprof_env *env)
+{
+  if (strcmp(val, "full") == 0) env->stacks_at_site = false;
+  else if (strcmp(val, "site") == 0) env->stacks_at_site = true;
+  else return bad_value(m, "stacks", val, "expected full (the default) or site");
+  return true;
+}
+
 /**** The setting ****/
 
 typedef bool (*value_parser)(struct msg *, const char *,
@@ -255,8 +269,9 @@ typedef bool (*value_parser)(struct msg *, const char *,
 static const struct { const char *key; value_parser parse; } keys[] = {
   { "seed", parse_seed }, { "rate", parse_rate }, { "frames", parse_frames },
   { "out", parse_out }, { "live", parse_live }, { "trace", parse_trace },
+  { "stacks", parse_stacks },
 };
-enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, N_KEYS };
+enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -268,6 +283,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->out = CAML_MEMPROF_DEFAULT_OUT;
   env->live_by_gc = false;
   env->trace = NULL;
+  env->stacks_at_site = false;
 }
 
 /* The end of the item at `p`: its separating comma, or the end of the
@@ -326,7 +342,8 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
 
   if (vals[K_RATE] == NULL) {
     int k = vals[K_OUT] ? K_OUT : vals[K_FRAMES] ? K_FRAMES
-      : vals[K_LIVE] ? K_LIVE : vals[K_TRACE] ? K_TRACE : N_KEYS;
+      : vals[K_LIVE] ? K_LIVE : vals[K_TRACE] ? K_TRACE
+      : vals[K_STACKS] ? K_STACKS : N_KEYS;
     if (k != N_KEYS) {
       return bad_value(&m, keys[k].key, vals[k],
                        "has no effect without rate=, which starts the "

@@ -21,7 +21,8 @@
  *    inline when none can be started).
  * 3. The document (version 3): header (format, version, OCaml
  *    version, backend, argv, and `incomplete` only for a run the
- *    runtime ended abnormally), config (rate, seed, frames), gc, totals
+ *    runtime ended abnormally), config (rate, seed, frames, stacks when
+ *    cut at the site), gc, totals
  *    (the sums over stacks, every count), the frame table (every frame
  *    object once, one per line, in rank order, so a frame's index is
  *    its rank), then one line per stack with its counts that are not
@@ -445,8 +446,9 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   } else {
     caml_memprof_buf_lit(b, "null");
   }
-  caml_memprof_buf_printf(b, ",\"frames\":%ld,\"peak\":\"events\"},\n",
-                          (long)env->frames);
+  caml_memprof_buf_printf(b, ",\"frames\":%ld", (long)env->frames);
+  if (env->stacks_at_site) caml_memprof_buf_lit(b, ",\"stacks\":\"site\"");
+  caml_memprof_buf_lit(b, ",\"peak\":\"events\"},\n");
   caml_memprof_buf_lit(b, "\"gc\":{");
   caml_memprof_buf_field(b, true, "minor_words", g->minor_words);
   caml_memprof_buf_field(b, false, "promoted_words", g->promoted_words);

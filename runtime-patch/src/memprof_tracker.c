@@ -75,6 +75,30 @@
  *    setting), memprof_reach.c, memprof_profile.c and
  *    memprof_outfile.c. The exit runs on the exiting thread, and on
  *    the threads of design 4 and memprof_profile.c.
+ * 8. With stacks=site, each sample's callstack is cut after its
+ *    innermost slot whose frames include one outside the standard
+ *    library, before the site is looked up: no caller slot is kept
+ *    beyond it. A frame is outside the standard library exactly when
+ *    the harness's default grouping says so (harness/memprof_ci/
+ *    sites.py, is_stdlib): it has a function name or a file, and its
+ *    function name (if not empty) does not start with Stdlib,
+ *    Camlinternal or Std_exit, or, without one, its file's base name
+ *    is not stdlib.ml or std_exit.ml and does not start with
+ *    camlinternal. The slots kept hold every frame the harness's
+ *    groupings (function, line, innermost) and their `via` look at,
+ *    so a cut profile gives the same site table as the full one with
+ *    the same `frames`; a stack with no such slot is kept whole. The
+ *    stacks of a program become about as few as its sites, so a
+ *    profile at rate 1 stays small and the site lookup cheap; flame
+ *    graphs end at the site. The verdict of a slot depends on its
+ *    debug information only, so it is decided once per slot and kept
+ *    in a fixed table of single words (slot << 2 | verdict) that any
+ *    domain reads and fills without a lock (a compare-and-swap into
+ *    an empty entry; a racing duplicate writes the same verdict); a
+ *    slot that finds no room within a few probes is decided again
+ *    each time. In bytecode the debug information is read when the
+ *    tracker starts, as for a trace (memprof_ctf.c, design 2), so
+ *    that no sample has to read it. A trace gets the cut stack too.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -106,6 +130,9 @@
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
 #include "caml/platform.h"
+#ifndef NATIVE_CODE
+#include "caml/fix_code.h"
+#endif
 
 CAMLextern value caml_sys_argv(value unit);
 
@@ -437,6 +464,84 @@ Caml_inline void live_move(struct site *s, int c, uintnat n, bool born,
 /* Design 6: set once at start, before any sample. */
 static bool tracing = false;
 
+/**** Cutting a stack at its site (design 8) ****/
+
+static bool cut_at_site = false;
+
+#define VERDICT_LOG2 18
+#define VERDICT_PROBES 32
+enum { VERDICT_USER = 1, VERDICT_STDLIB = 2 };
+static _Atomic(uint64_t) *verdicts = NULL;   /* 2^VERDICT_LOG2 entries */
+
+Caml_inline bool has_prefix(const char *s, const char *p)
+{
+  return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* Whether a frame named so lies outside the standard library, as the
+ * harness's is_stdlib decides it (design 8). */
+static bool outside_stdlib(const char *function, const char *file)
+{
+  if (function != NULL && function[0] != '\0') {
+    return !(has_prefix(function, "Stdlib") || has_prefix(function, "Camlinternal")
+             || has_prefix(function, "Std_exit"));
+  }
+  if (file != NULL && file[0] != '\0') {
+    const char *base = strrchr(file, '/');
+    base = base == NULL ? file : base + 1;
+    return !(strcmp(base, "stdlib.ml") == 0 || strcmp(base, "std_exit.ml") == 0
+             || has_prefix(base, "camlinternal"));
+  }
+  return function != NULL || file != NULL;   /* known, with empty names */
+}
+
+/* The frames of `slot` as memprof_frames.c resolves them (design 4
+ * there): those with a valid location; whether one is outside. */
+static int verdict_uncached(backtrace_slot slot)
+{
+  for (debuginfo d = caml_debuginfo_extract(slot); d != NULL;
+       d = caml_debuginfo_next(d)) {
+    struct caml_loc_info li;
+    memset(&li, 0, sizeof li);
+    caml_debuginfo_location(d, &li);
+    if (li.loc_valid && outside_stdlib(li.loc_defname, li.loc_filename)) {
+      return VERDICT_USER;
+    }
+  }
+  return VERDICT_STDLIB;
+}
+
+static bool slot_is_site(backtrace_slot slot)
+{
+  uint64_t key = (uint64_t)(uintptr_t)slot << 2;
+  uint64_t h = ((uint64_t)(uintptr_t)slot ^ 0x9E3779B97F4A7C15ull)
+    * 0xBF58476D1CE4E5B9ull;
+  size_t mask = ((size_t)1 << VERDICT_LOG2) - 1;
+  size_t j = (size_t)(h >> 32) & mask;
+  int v = 0;
+  for (int probe = 0; probe < VERDICT_PROBES; probe++, j = (j + 1) & mask) {
+    uint64_t e = atomic_load_explicit(&verdicts[j], memory_order_relaxed);
+    if (e == 0) {
+      if (v == 0) v = verdict_uncached(slot);
+      if (atomic_compare_exchange_strong(&verdicts[j], &e, key | (uint64_t)v)) {
+        return v == VERDICT_USER;
+      }
+    }
+    if ((e & ~(uint64_t)3) == key) return (e & 3) == VERDICT_USER;
+  }
+  return (v != 0 ? v : verdict_uncached(slot)) == VERDICT_USER;
+}
+
+/* The number of slots kept of a callstack of `n` slots. */
+Caml_inline size_t kept_slots(const backtrace_slot *callstack, size_t n)
+{
+  if (!cut_at_site) return n;
+  for (size_t k = 0; k < n; k++) {
+    if (slot_is_site(callstack[k])) return k + 1;
+  }
+  return n;
+}
+
 /* Loops sample the same stack again and again: a thread's last site
  * is tried first, which needs neither hash nor probe. */
 static CAMLthread_local struct site *last_site = NULL;
@@ -472,6 +577,7 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   (void)t;
   struct caml_memprof_ctf_block *r = NULL;
   if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
+  frames = kept_slots(callstack, frames);
   bool alone = caml_domain_alone();
   struct site *s = last_site;
   if (!is_last_site(s, callstack, frames)) {
@@ -512,6 +618,7 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
     struct site_table *tab = table_of(w);
     size_t mask = mask_of(w);
     for (size_t k = 0; k < m; k++) {
+      b[k].frames = kept_slots(b[k].callstack, b[k].frames);
       h[k] = hash_slots(b[k].callstack, b[k].frames);
       if (w != 0) caml_prefetch(&tab->entry[h[k] & mask]);
     }
@@ -714,6 +821,20 @@ void caml_memprof_tracker_start(void)
   }
   if (argv_copy == NULL) argc_copy = 0;
 
+  if (env->stacks_at_site) {
+    verdicts = calloc((size_t)1 << VERDICT_LOG2, sizeof *verdicts);
+    if (verdicts == NULL) {
+      fprintf(stderr, "%s: out of memory for stacks=site\n",
+              CAML_MEMPROF_ENV_VAR);
+      exit(2);
+    }
+    cut_at_site = true;
+#ifndef NATIVE_CODE
+    struct caml_loc_info li;    /* design 8: read the debug information */
+    caml_debuginfo_location(
+      caml_debuginfo_extract((backtrace_slot)caml_start_code), &li);
+#endif
+  }
   if (env->trace != NULL) {
     caml_memprof_ctf_start(env->trace, env->rate);
     tracing = true;

@@ -53,13 +53,15 @@ BAD = [
     ("trace", ""), ("trace", "t%q.ctf"), ("trace", "t%"), ("trace", "a.ctf "),
     ("trace", "t\x1b.ctf"),
     ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"),
+    ("stacks", ""), ("stacks", "Site"), ("stacks", "sites"), ("stacks", "site "),
+    ("stacks", "1"), ("stacks", "full\x1b"),
 ]
 
 
 @pytest.mark.parametrize("key,value", BAD)
 def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
-    if key in ("frames", "out", "live", "trace"):
+    if key in ("frames", "out", "live", "trace", "stacks"):
         spec = f"rate=0.01,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
@@ -93,6 +95,8 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("out=x.json", "'x.json' for key 'out': has no effect without rate"),
     ("live=gc", "'gc' for key 'live': has no effect without rate"),
     ("trace=t.ctf", "'t.ctf' for key 'trace': has no effect without rate"),
+    ("stacks=site", "'site' for key 'stacks': has no effect without rate"),
+    ("rate=1,stacks=site,stacks=site", "twice"),
     ("rate=0.1,trace=a.ctf,trace=a.ctf", "twice"),
     ("rate=0.1,out=a,b.json", "'b.json': expected key=value"),
     ("rate=0.1,out=a%,,,seed=1", "empty item"),
@@ -155,6 +159,18 @@ def test_good_tracking_values(build, tmp_path, spec, name, rate, frames):
     assert res.stdout == "hello\n" and res.stderr == ""
     prof = json.loads((tmp_path / name).read_bytes())
     assert prof["config"]["rate"] == rate and prof["config"]["frames"] == frames
+
+
+@pytest.mark.parametrize("spec,recorded", [
+    ("rate=1,out=p.json", None),
+    ("rate=1,stacks=full,out=p.json", None),
+    ("stacks=site,rate=1,out=p.json", "site"),
+])
+def test_stacks_key_is_recorded(build, tmp_path, spec, recorded):
+    res = run(build("hello"), memprof=spec, cwd=tmp_path)
+    assert res.stdout == "hello\n" and res.stderr == ""
+    prof = json.loads((tmp_path / "p.json").read_bytes())
+    assert prof["config"].get("stacks") == recorded
 
 
 def test_bytecode_rejects_too(build):

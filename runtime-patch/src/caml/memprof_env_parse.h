@@ -37,6 +37,8 @@ struct caml_memprof_env {
                            NULL when trace= is given without out= */
   const char *trace;    /* CTF trace path template, or NULL */
   bool live_by_gc;      /* live=gc: major cycles decide live at exit */
+  bool stacks_at_site;  /* stacks=site: each callstack is cut after its
+                           innermost slot outside the standard library */
 };
 
 /* The defaults: no seed, no tracking. */
