@@ -75,31 +75,37 @@
  *    setting), memprof_reach.c, memprof_profile.c and
  *    memprof_outfile.c. The exit runs on the exiting thread, and on
  *    the threads of design 4 and memprof_profile.c.
- * 8. With stacks=site, each sample's callstack is cut after its
- *    innermost slot whose frames include one outside the standard
- *    library, before the site is looked up: no caller slot is kept
- *    beyond it. A frame is outside the standard library exactly when
- *    the harness's default grouping says so (harness/memprof_ci/
- *    sites.py, is_stdlib): it has a function name or a file, and its
- *    function name (if not empty) does not start with Stdlib,
- *    Camlinternal or Std_exit, or, without one, its file's base name
- *    is not stdlib.ml or std_exit.ml and does not start with
- *    camlinternal. The slots kept hold every frame the harness's
- *    groupings (function, line, innermost) and their `via` look at,
- *    so a cut profile gives the same site table as the full one with
- *    the same `frames`; a stack with no such slot is kept whole. The
- *    stacks of a program become about as few as its sites, so a
- *    profile at rate 1 stays small and the site lookup cheap; flame
- *    graphs end at the site. The verdict of a slot depends on its
- *    debug information only, so it is decided once per slot and kept
- *    in a fixed table of single words (slot << 2 | verdict) that any
- *    domain reads and fills without a lock (a compare-and-swap into
- *    an empty entry; a racing duplicate writes the same verdict); a
- *    slot that finds no room within a few probes is decided again
- *    each time. In bytecode the debug information is read when the
- *    tracker starts, as for a trace (memprof_ctf.c, design 2), so
- *    that no sample has to read it. A trace gets the cut stack too.
- *
+ * 8. With stacks=site, each sample's callstack keeps only the slots
+ *    the harness's site grouping (harness/memprof_ci/sites.py: every
+ *    grouping, with a site's lines and `via`) reads, before the site
+ *    is looked up. Each slot gets a verdict from the frames it resolves
+ *    to (memprof_frames.c, design 4): unknown (no frame with a name or
+ *    a file), standard library, or outside it, decided exactly as the
+ *    harness's is_stdlib does: a frame is outside when it has a
+ *    function name or a file and its function name (if not empty)
+ *    does not start with Stdlib, Camlinternal or Std_exit, or, without
+ *    one, its file's base name is not stdlib.ml or std_exit.ml and
+ *    does not start with camlinternal. Kept, innermost first: the
+ *    innermost slot that is not unknown (the "innermost" grouping's
+ *    frame), the site slot (the innermost one outside the standard
+ *    library) and, between them, the last standard-library slot
+ *    before it (where the harness finds `via`); the callers of the
+ *    site slot and the slots in between are dropped. A stack without
+ *    a site slot keeps its innermost known slot only, one without a
+ *    known slot its innermost slot. So a stack has at most 3 slots,
+ *    the distinct stacks of a program are bounded by its code (not by
+ *    its recursion), and the site table is the one whole stacks of the
+ *    same `frames` give (the slots are chosen among the same first
+ *    `frames`). Flame graphs of such a profile show those three frames
+ *    only. The verdict of a slot depends on its debug information
+ *    only, so it is decided once per slot and kept in a fixed table of
+ *    single words (slot << 2 | verdict) that any domain reads and
+ *    fills without a lock (a compare-and-swap into an empty entry; a
+ *    racing duplicate writes the same verdict); a slot that finds no
+ *    room within a few probes is decided again each time. In bytecode
+ *    the debug information is read when the tracker starts, as for a
+ *    trace (memprof_ctf.c, design 2), so that no sample has to read
+ *    it. A trace gets the same kept slots.
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -470,8 +476,9 @@ static bool cut_at_site = false;
 
 #define VERDICT_LOG2 18
 #define VERDICT_PROBES 32
-enum { VERDICT_USER = 1, VERDICT_STDLIB = 2 };
+enum { VERDICT_UNKNOWN = 1, VERDICT_STDLIB = 2, VERDICT_SITE = 3 };
 static _Atomic(uint64_t) *verdicts = NULL;   /* 2^VERDICT_LOG2 entries */
+#define KEPT_MAX 3
 
 Caml_inline bool has_prefix(const char *s, const char *p)
 {
@@ -495,23 +502,24 @@ static bool outside_stdlib(const char *function, const char *file)
   return function != NULL || file != NULL;   /* known, with empty names */
 }
 
-/* The frames of `slot` as memprof_frames.c resolves them (design 4
- * there): those with a valid location; whether one is outside. */
+/* The verdict of `slot` from the frames memprof_frames.c resolves it to
+ * (design 4 there: those with a valid location). */
 static int verdict_uncached(backtrace_slot slot)
 {
+  int v = VERDICT_UNKNOWN;
   for (debuginfo d = caml_debuginfo_extract(slot); d != NULL;
        d = caml_debuginfo_next(d)) {
     struct caml_loc_info li;
     memset(&li, 0, sizeof li);
     caml_debuginfo_location(d, &li);
-    if (li.loc_valid && outside_stdlib(li.loc_defname, li.loc_filename)) {
-      return VERDICT_USER;
-    }
+    if (!li.loc_valid) continue;
+    if (outside_stdlib(li.loc_defname, li.loc_filename)) return VERDICT_SITE;
+    if (li.loc_defname != NULL || li.loc_filename != NULL) v = VERDICT_STDLIB;
   }
-  return VERDICT_STDLIB;
+  return v;
 }
 
-static bool slot_is_site(backtrace_slot slot)
+static int slot_verdict(backtrace_slot slot)
 {
   uint64_t key = (uint64_t)(uintptr_t)slot << 2;
   uint64_t h = ((uint64_t)(uintptr_t)slot ^ 0x9E3779B97F4A7C15ull)
@@ -524,22 +532,37 @@ static bool slot_is_site(backtrace_slot slot)
     if (e == 0) {
       if (v == 0) v = verdict_uncached(slot);
       if (atomic_compare_exchange_strong(&verdicts[j], &e, key | (uint64_t)v)) {
-        return v == VERDICT_USER;
+        return v;
       }
     }
-    if ((e & ~(uint64_t)3) == key) return (e & 3) == VERDICT_USER;
+    if ((e & ~(uint64_t)3) == key) return (int)(e & 3);
   }
-  return (v != 0 ? v : verdict_uncached(slot)) == VERDICT_USER;
+  return v != 0 ? v : verdict_uncached(slot);
 }
 
-/* The number of slots kept of a callstack of `n` slots. */
-Caml_inline size_t kept_slots(const backtrace_slot *callstack, size_t n)
+/* The slots of a callstack of `n` slots that design 8 keeps, copied to
+ * `kept` (room for KEPT_MAX); their number. */
+static size_t keep_site_slots(const backtrace_slot *callstack, size_t n,
+                              backtrace_slot *kept)
 {
-  if (!cut_at_site) return n;
+  size_t first = n, via = n, site = n;
   for (size_t k = 0; k < n; k++) {
-    if (slot_is_site(callstack[k])) return k + 1;
+    int v = slot_verdict(callstack[k]);
+    if (v == VERDICT_UNKNOWN) continue;
+    if (first == n) first = k;
+    if (v == VERDICT_SITE) { site = k; break; }
+    via = k;
   }
-  return n;
+  if (first == n) {                       /* no known slot */
+    if (n > 0) kept[0] = callstack[0];
+    return n > 0;
+  }
+  size_t m = 0;
+  kept[m++] = callstack[first];
+  if (site == n) return m;
+  if (via != n && via != first) kept[m++] = callstack[via];
+  if (site != first) kept[m++] = callstack[site];
+  return m;
 }
 
 /* Loops sample the same stack again and again: a thread's last site
@@ -577,7 +600,11 @@ static value on_alloc(const struct caml_memprof_c_tracker *t,
   (void)t;
   struct caml_memprof_ctf_block *r = NULL;
   if (tracing && (r = caml_memprof_ctf_block()) == NULL) return Val_unit;
-  frames = kept_slots(callstack, frames);
+  backtrace_slot kept[KEPT_MAX];
+  if (cut_at_site) {
+    frames = keep_site_slots(callstack, frames, kept);
+    callstack = kept;
+  }
   bool alone = caml_domain_alone();
   struct site *s = last_site;
   if (!is_last_site(s, callstack, frames)) {
@@ -611,6 +638,8 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
   (void)t;
   bool alone = caml_domain_alone();
   uint64_t h[BATCH_MAX];
+  const backtrace_slot *row[BATCH_MAX];      /* design 8 */
+  backtrace_slot kept[BATCH_MAX][KEPT_MAX];
   for (size_t base = 0; base < n; base += BATCH_MAX) {
     struct caml_memprof_c_sample *b = batch + base;
     size_t m = n - base < BATCH_MAX ? n - base : BATCH_MAX;
@@ -618,7 +647,11 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
     struct site_table *tab = table_of(w);
     size_t mask = mask_of(w);
     for (size_t k = 0; k < m; k++) {
-      b[k].frames = kept_slots(b[k].callstack, b[k].frames);
+      if (cut_at_site) {
+        row[k] = b[k].callstack;
+        b[k].frames = keep_site_slots(row[k], b[k].frames, kept[k]);
+        b[k].callstack = kept[k];
+      }
       h[k] = hash_slots(b[k].callstack, b[k].frames);
       if (w != 0) caml_prefetch(&tab->entry[h[k] & mask]);
     }
@@ -643,6 +676,8 @@ static void on_alloc_batch(const struct caml_memprof_c_tracker *t,
                    alone);
       b[k].data = Val_ptr(s);
     }
+    /* The batch's rows again, not this frame's copies of their slots. */
+    for (size_t k = 0; cut_at_site && k < m; k++) b[k].callstack = row[k];
   }
 }
 

@@ -1,7 +1,9 @@
-"""stacks=site (memprof_tracker.c, design 8): each sampled callstack is cut
-after its innermost slot outside the standard library, so a profile at rate
-1 has about one stack per site, and the harness's site table (every
-grouping: per-site counts, lines and `via`) is the one whole stacks give.
+"""stacks=site (memprof_tracker.c, design 8): each sampled callstack keeps
+at most 3 slots (the innermost known one, the site: the innermost one
+outside the standard library, and the standard-library one just inside
+it), so a profile at rate 1 has about one stack per site, and the harness's
+site table (every grouping: per-site counts, lines and `via`) is the one
+whole stacks give.
 
 The programs are suite benchmarks (benchmarks/*.ml) built with the patched
 runtime, run at rate 1 (the harness's exact mode) with and without the cut.
@@ -94,7 +96,6 @@ def test_site_table_equals_full_stacks(bench_exe, tmp_path, name, arg):
     for grouping in GROUPINGS:
         assert site_table(cut["stacks"], grouping) == site_table(full["stacks"], grouping), \
             grouping
-    # Fewer stacks, none longer than its whole counterpart's frames allow.
     assert len(cut["stacks"]) <= len(full["stacks"])
     assert cut_bytes <= full_bytes
     # The control: a cut one frame too early gives another table.
@@ -111,7 +112,7 @@ def test_bdd_profile_is_bounded(bench_exe, tmp_path):
 
 
 def test_frames_limit_still_applies(bench_exe, tmp_path):
-    """A cut never keeps more than `frames` slots: with frames=1 the two
+    """Slots are kept among the first `frames` only: with frames=1 the two
     settings are one and the same profile but for config.stacks."""
     exe = bench_exe("strings")
     one, _ = exact_profile(exe, "20", tmp_path, frames=1)
