@@ -105,7 +105,14 @@
  *    room within a few probes is decided again each time. In bytecode
  *    the debug information is read when the tracker starts, as for a
  *    trace (memprof_ctf.c, design 2), so that no sample has to read
- *    it. A trace gets the same kept slots.
+ *    it. A trace gets the same kept slots. In native code the stack
+ *    walk itself (caml_collect_frame_descrs, frame_descriptors.c)
+ *    stops at the first site slot after the innermost one, so a
+ *    sample costs a walk to its site rather than `frames` frames.
+ *    The innermost slot is never a reason to stop: the walk sees its
+ *    frame descriptor, while the stack keeps the debug information of
+ *    the allocation itself, whose verdict may differ; whatever it is,
+ *    the slots chosen lie within the shorter walk.
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -123,6 +130,7 @@
 #include "caml/backtrace_prim.h"
 #include "caml/camlatomic.h"
 #include "caml/domain.h"
+#include "caml/frame_descriptors.h"
 #include "caml/globroots.h"
 #include "caml/major_gc.h"
 #include "caml/memory.h"
@@ -540,6 +548,15 @@ static int slot_verdict(backtrace_slot slot)
   return v != 0 ? v : verdict_uncached(slot);
 }
 
+#ifdef NATIVE_CODE
+/* The stack walk's early stop (design 8): a site slot that is not the
+ * innermost one, whose verdict the walk cannot know, ends it. */
+static int stop_at_site(void *descr)
+{
+  return slot_verdict(descr) == VERDICT_SITE;
+}
+#endif
+
 /* The slots of a callstack of `n` slots that design 8 keeps, copied to
  * `kept` (room for KEPT_MAX); their number. */
 static size_t keep_site_slots(const backtrace_slot *callstack, size_t n,
@@ -864,7 +881,9 @@ void caml_memprof_tracker_start(void)
       exit(2);
     }
     cut_at_site = true;
-#ifndef NATIVE_CODE
+#ifdef NATIVE_CODE
+    caml_collect_frame_descrs_stop = stop_at_site;
+#else
     struct caml_loc_info li;    /* design 8: read the debug information */
     caml_debuginfo_location(
       caml_debuginfo_extract((backtrace_slot)caml_start_code), &li);
