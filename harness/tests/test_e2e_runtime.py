@@ -185,5 +185,7 @@ def test_exact_runs_cut_stacks_at_the_site_and_keep_the_site_table(tmp_path):
         b = aggregate_paths([str(full)], grouping, "alloc")
         assert {k: s.to_json() for k, s in a.sites.items()} == \
             {k: s.to_json() for k, s in b.sites.items()}, grouping
-        assert (a.total_samples, a.total_live, a.total_peak, a.gc) == \
-            (b.total_samples, b.total_live, b.total_peak, b.gc)
+        # (gc is left out: the harness starts the program by another path,
+        # and the runtime allocates argv and the executable's name first.)
+        assert (a.total_samples, a.total_live, a.total_peak) == \
+            (b.total_samples, b.total_live, b.total_peak)
