@@ -24,7 +24,7 @@ The pass, in order, each step computed once per report:
    min_effect and its share >= min_share; "improvement" symmetrically
    (reported, never failing); otherwise "~".  Two-sided: "mismatch" or "~".
    Rows counted exactly (exact mode) are judged on the size of the change
-   alone.  moves.apply_moves() may then relabel a regression "moved".
+   alone: min_effect and min_share, and at least EXACT_MIN_BYTES a run.  moves.apply_moves() may then relabel a regression "moved".
 4. Outcomes: site_outcome() is the one rule from decided rows to a site
    check's outcome; overhead_level() the one level of the overhead check.
 5. Accept label: accepted() says whether a benchmark's failed checks are
@@ -81,21 +81,31 @@ def classify(rows: list, two_sided: bool = False) -> None:
                              else "below min_share")
 
 
+# A counted change smaller than this per run never fails: the startup
+# allocations that hold the executable's path (Sys.executable_name), argv
+# and environment variables differ by that much between two checkouts of
+# the same code.
+EXACT_MIN_BYTES = 1024
+
+
 def _classify_exact(r: dict, ratio, relevant: bool, two_sided: bool) -> None:
-    """Counted rows: the change is known, so the rule is its size alone."""
+    """Counted rows: the change is known, so the rule is its size alone:
+    relative (min_effect, min_share) and absolute (EXACT_MIN_BYTES)."""
     change = math.inf if ratio is None else ratio - 1
+    material = abs(r["current_bytes"] - r["baseline_bytes"]) >= EXACT_MIN_BYTES
+    big = abs(change) >= r["min_effect"] and relevant and material
     if two_sided:
-        r["status"] = "mismatch" if abs(change) >= r["min_effect"] and relevant and change \
-            else "~"
-    elif change >= r["min_effect"] and relevant and change > 0:
+        r["status"] = "mismatch" if big and change else "~"
+    elif big and change > 0:
         r["status"] = "regression"
-    elif -change >= r["min_effect"] and relevant and change < 0:
+    elif big and change < 0:
         r["status"] = "improvement"
     else:
         r["status"] = "~"
         if change > 0:
             r["note"] = ("increase below min_effect" if change < r["min_effect"]
-                         else "below min_share")
+                         else "below min_share" if not relevant
+                         else f"below {EXACT_MIN_BYTES} bytes")
 
 
 def decide_family(rows: list, two_sided: bool = False) -> None:
