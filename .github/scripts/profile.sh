@@ -66,12 +66,8 @@ if [ -n "$shard" ] && ! [[ "$shard" =~ ^[1-9][0-9]*/[1-9][0-9]*$ ]]; then
 fi
 [ -f "$manifest" ] || { echo "profile: no manifest $manifest" >&2; exit 2; }
 
-if [ -n "${MEMPROF_CI:-}" ]; then
-  harness=("$MEMPROF_CI")
-else
-  harness=(env "PYTHONPATH=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}"
-           "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
-fi
+# shellcheck source=harness-cmd.sh
+. "$here/harness-cmd.sh"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -83,12 +83,8 @@ fi
 repo=$(cd "$repo" && git rev-parse --show-toplevel) || die "--repo: not a git work tree"
 git -C "$repo" cat-file -e "$commit^{commit}" 2>/dev/null || die "commit $commit is not in $repo"
 
-if [ -n "${MEMPROF_CI:-}" ]; then
-  harness=("$MEMPROF_CI")
-else
-  harness=(env "PYTHONPATH=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}"
-           "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
-fi
+# shellcheck source=harness-cmd.sh
+. "$here/harness-cmd.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -54,12 +54,8 @@ fi
 git check-ref-format --branch "$branch" >/dev/null 2>&1 || die "--branch '$branch' is not a branch name"
 repo=$(cd "$repo" && git rev-parse --show-toplevel) || die "--repo: not a git work tree"
 
-if [ -n "${MEMPROF_CI:-}" ]; then
-  harness=("$MEMPROF_CI")
-else
-  harness=(env "PYTHONPATH=${MEMPROF_CI_HARNESS:-$(cd "$here/../.." && pwd)/harness}"
-           "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
-fi
+# shellcheck source=harness-cmd.sh
+. "$here/harness-cmd.sh"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
