@@ -1,5 +1,5 @@
 """Command-line interface: check (also --against REF), update-baselines,
-profile, compare, merge, plan, init, list, bisect, record, history.
+profile, compare, merge, plan, init, list, bisect, record, history, view.
 
 `check`, `update-baselines` and `profile` wrap pytest.main with the
 memprof-ci plugin, one function per mode; `compare` and `merge` run nothing.
@@ -46,6 +46,8 @@ from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
+from .view import load_view
+from .view_html import render_view
 from .worktree import changed_baselines, commit_info, toplevel
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -82,6 +84,8 @@ def main(argv=None) -> int:
             return cmd_record(args)
         if args.cmd == "history":
             return cmd_history(args)
+        if args.cmd == "view":
+            return cmd_view(args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -490,6 +494,22 @@ def cmd_history(args) -> int:
     _check_output_paths(None, args.out)
     atomicio.write_atomic(args.out, page)
     print(f"memprof-ci: wrote {args.out}")
+    return EXIT_OK
+
+
+def cmd_view(args) -> int:
+    out = args.out
+    if os.path.islink(out):
+        raise ConfigError(f"-o {out}: is a symbolic link; memprof-ci neither writes through "
+                          f"nor replaces one: remove it or name another file")
+    if os.path.isdir(out):
+        raise ConfigError(f"-o {out}: is a directory; name the HTML file to write")
+    page = render_view(load_view(args.file))
+    try:
+        atomicio.write_atomic(out, page)
+    except OSError as e:
+        raise InfraError(f"-o {out}: cannot write: {e.strerror or e}") from None
+    print(f"memprof-ci: wrote {out}")
     return EXIT_OK
 
 

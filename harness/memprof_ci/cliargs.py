@@ -194,6 +194,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replace the files init writes if they exist (nothing else is "
                         "touched or deleted)")
     _add_commit_commands(sub)
+    vw = sub.add_parser("view", help="render one run (a profile, a CTF trace) as one "
+                                     "self-contained HTML page")
+    vw.add_argument("file", metavar="FILE",
+                    help="a memprof-ci profile (JSON) or a CTF trace (ours or memtrace's); "
+                         "the kind is read from the content")
+    vw.add_argument("-o", "--out", default="report.html", metavar="HTML",
+                    help="the page to write (never through a symbolic link); "
+                         "default: %(default)s")
+    vw.add_argument("-v", "--verbose", action="count", default=0,
+                    help="show the traceback of an internal error")
     l = sub.add_parser("list", help="list the benchmarks of the manifest (or of a shard)")
     l.add_argument("--manifest", default="benchmarks/benchmarks.toml")
     l.add_argument("--shard", metavar="K/N")

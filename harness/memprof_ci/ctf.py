@@ -189,10 +189,11 @@ def read_info(data: bytes) -> tuple[dict, int]:
     return info, h["end"]
 
 
-def events(data: bytes):
+def events(data: bytes, timed: bool = False):
     """(info, iterator of events, location table).  Events are tuples:
     ("alloc", id, length, nsamples, source, backtrace caller-first, domain),
-    ("promote", id, domain), ("collect", id, domain).  The location table
+    ("promote", id, domain), ("collect", id, domain); with timed=True each
+    is yielded as (event, timestamp in microseconds).  The location table
     {code: ((file, line, start, end, defname), ...) outermost first} is
     complete once the iterator is exhausted."""
     info, pos = read_info(data)
@@ -211,11 +212,11 @@ def events(data: bytes):
                 r.pos = h["end"]
                 continue
             yield from _packet(r, h, doms.setdefault(h["domain"], _Domain(info["start"])),
-                               locations)
+                               locations, timed)
     return info, run(), locations
 
 
-def _packet(r: _Reader, h: dict, d: _Domain, locations: dict):
+def _packet(r: _Reader, h: dict, d: _Domain, locations: dict, timed: bool = False):
     vix, vpred, vval = h["verify"]
     if vix != 0xFFFF and (vix >= CACHE_SIZE or d.cache_pred[vix] != vpred
                           or d.cache_loc[vix] != vval):
@@ -241,10 +242,12 @@ def _packet(r: _Reader, h: dict, d: _Domain, locations: dict):
                 length, nsamples, src = code - 100, 1, 0
                 common, n = r.vint(), r.u8()
             bt = d.backtrace(r, n, common)
-            yield ("alloc", alloc_id, length, nsamples, SOURCES[src], tuple(bt), dom)
+            ev = ("alloc", alloc_id, length, nsamples, SOURCES[src], tuple(bt), dom)
+            yield (ev, t) if timed else ev
             alloc_id += 1
         elif code in (3, 4):
-            yield ("promote" if code == 3 else "collect", alloc_id - 1 - r.vint(), dom)
+            ev = ("promote" if code == 3 else "collect", alloc_id - 1 - r.vint(), dom)
+            yield (ev, t) if timed else ev
         else:
             raise CtfError(f"offset {at}: unknown event code {code}")
     if alloc_id != h["id1"]:

@@ -2,7 +2,10 @@
 
 Job: load_ctf(path) reads a trace (ctf.py decodes it) and returns the same
 profile.Profile that profile.load_profile gives for a JSON profile, so that
-`memprof-ci compare` and the site model treat a trace like a profile.
+`memprof-ci compare` and the site model treat a trace like a profile;
+parse_ctf does the same for bytes already read, and can hand each event
+with its time to an observer in the same pass (`memprof-ci view` draws
+live words over time and lifetimes from them).
 
 Invariants:
 - One stack per distinct backtrace; per stack: blocks = alloc events,
@@ -126,13 +129,27 @@ def load_ctf(path: str) -> Profile:
             data = fh.read()
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e}") from None
+    return parse_ctf(data, path)
+
+
+def parse_ctf(data: bytes, path: str, observe=None) -> Profile:
+    """The trace in `data` (read from `path`) as a Profile.  `observe`, if
+    given, is called once per event, in file order, with the event (ctf.py's
+    tuple) and its time in microseconds since the trace's start, during the
+    one decoding pass; a malformed trace raises InputError all the same."""
     stacks: dict = {}
     objs: dict = {}
     moves: list = []
     try:
-        info, evs, locations = ctf.events(data)
-        for ev in evs:
-            _count(stacks, objs, ev, path, moves)
+        info, evs, locations = ctf.events(data, timed=observe is not None)
+        if observe is None:
+            for ev in evs:
+                _count(stacks, objs, ev, path, moves)
+        else:
+            start = info["start"]
+            for ev, t in evs:
+                _count(stacks, objs, ev, path, moves)
+                observe(ev, t - start)
     except ctf.CtfError as e:
         raise InputError(f"{path}: malformed memtrace trace: {e}") from None
     orphan = next((k for k, v in objs.items() if v[0] is None), None)

@@ -27,6 +27,7 @@ import re
 from . import mdsafe
 from .fmt import fmt_bytes
 from .history import COMMIT_RE, LEVEL, series
+from .report_assets import CSP_META
 from .report_html import CSS, esc
 
 _PREFIX_RE = re.compile(r"https://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[A-Za-z0-9_.-]+){1,6}/")
@@ -131,8 +132,7 @@ def render_history(runs: list, top: int = 10, commit_url: str | None = None,
     base = commit_base(commit_url, env)
     data = series(runs, top)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+           CSP_META,
            '<meta name="viewport" content="width=device-width">',
            f"<title>memprof-ci history</title><style>{CSS}{EXTRA_CSS}</style></head><body>",
            f"<h1>memprof-ci history: {len(runs)} recorded runs of main</h1>",

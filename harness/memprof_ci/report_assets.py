@@ -20,9 +20,17 @@ colour's depth follows the relative change.  Grey is no significant change;
 a black outline marks a regressed site's own frame.  LEGEND_* say this on
 the page.
 
+A benchmark entry with "single" set (one run, `memprof-ci view`) gets only
+the current run's icicle, its blocks' tooltips giving that run's bytes.
+
 Invariants: the script only sets textContent and attributes, never HTML;
 it fetches nothing; it sets body[data-ready] once every graph is drawn.
 """
+
+# The Content-Security-Policy of every page memprof-ci writes: nothing is
+# fetched; inline style and script only.
+CSP_META = ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+            "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">")
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1em 2em;color:#222}
@@ -110,6 +118,7 @@ function pathTo(root,target){
  var out=null;(function go(nd,acc){if(out)return;acc.push(nd);if(nd===target){out=acc.slice();}
   else nd[4].forEach(function(k){go(k,acc);});acc.pop();})(root,[]);return out||[root];}
 function tip(g,kind,nd,name){
+ if(g.be==null&&kind==='cur')return name+'\n'+fb(nd[2]/g.ce*WORD)+' ('+nd[2]+' samples)\nclick to zoom';
  var be=g.be,ce=g.ce,ratio=nd[1]&&nd[2]?((nd[2]/ce)/(nd[1]/be)*100-100).toFixed(1)+'%':nd[1]?'gone':'new';
  var t=name+'\nbaseline '+fb(nd[1]/be*WORD)+', current '+fb(nd[2]/ce*WORD);
  if(kind==='diff'){t+='\nchange '+ratio+(nd[3]==null?' (not significant)':' (significant)');
@@ -164,6 +173,9 @@ function graphs(bi){
  var marked={};D.benches[bi].regressed.forEach(function(f){marked[f]=1;});
  var calm=D.benches[bi].regressed.length>0,miss=g.missing||{};
  if(g.cut)box.appendChild(el('p',{'class':'note'},'Only the '+g.cut+' heaviest stacks per side are drawn (size bound).'));
+ if(D.benches[bi].single){box.appendChild(el('p',{'class':'legend'},'Width: estimated bytes allocated '+
+  'by each call stack (callers above callees); hover a block for its full name and bytes, click it to zoom.'));
+  icicle(box,g,'cur',marked,'cur-'+bi,false);return;}
  box.appendChild(el('h3',null,'Difference between the baseline and the current run'));
  if(g.baseline==null||g.current==null){box.appendChild(el('p',{'class':'note missing'},
   'Not shown: '+(miss.baseline||miss.current)+'.'));}

@@ -50,7 +50,7 @@ from . import mdsafe
 from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
-from .report_assets import CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
+from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
 from .stackgraph import FOCUS_BUDGET, NODE_ALPHA, focus_data, graph_data
 
 MAX_SITE_ROWS = 200
@@ -104,7 +104,7 @@ def _attr_json(obj) -> str:
     return html.escape(json.dumps(obj, ensure_ascii=True, separators=(",", ":")), quote=True)
 
 
-def _script_json(obj) -> str:
+def script_json(obj) -> str:
     text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
@@ -347,8 +347,7 @@ def render_html(report: dict, env=None) -> str:
     names = sorted(report["benchmarks"])
     badge = {0: ("pass", "PASS"), 1: ("fail", "FAIL"), 2: ("error", "ERROR")}[v["exit_code"]]
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">",
+           CSP_META,
            '<meta name="viewport" content="width=device-width">',
            f"<title>memprof-ci report</title><style>{CSS}</style></head><body>",
            f'<h1 id="headline" data-exit="{v["exit_code"]}"><span class="badge {badge[0]}">'
@@ -390,6 +389,6 @@ def render_html(report: dict, env=None) -> str:
                f'{NODE_ALPHA}); the regressed sites\' share of a node is strong red when it '
                'grew significantly (the same test, Holm over the nodes they pass through). '
                'See harness/STATISTICS.md.</p>')
-    out.append(f'<script type="application/json" id="memprof-data">{_script_json(data)}</script>')
+    out.append(f'<script type="application/json" id="memprof-data">{script_json(data)}</script>')
     out.append(f"<script>{JS}</script></body></html>\n")
     return "".join(out)

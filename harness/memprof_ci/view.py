@@ -1,0 +1,339 @@
+"""One run, viewed: what `memprof-ci view FILE` shows, read from one file.
+
+Job: load_view(path) reads one input and returns a View: the run's
+description, its allocation sites (heaviest first), the call stacks behind
+them (stackgraph's entry, for the icicle) and, when the input carries them,
+live words over time, the lifetimes of sampled blocks and retainer paths.
+view_html.py renders it; nothing here writes or prints.
+
+Inputs, told apart by content and never by name: a file that starts with
+the CTF magic is a trace (ours, `OCAMLMEMPROF=...,trace=FILE`, or
+memtrace's; ctf_profile.py decodes it); any other file must be a JSON
+document whose "format" names a kind in JSON_KINDS (a memprof-ci profile,
+profile.py).  Another kind (a heap snapshot, whose sites carry retainer
+paths) plugs in with register_json_kind(format, loader): the loader turns
+the decoded document into a View.
+
+Invariants:
+1. load_view returns a View or raises InputError naming the file (exit 2):
+   a missing, unreadable, corrupt, truncated or unknown file never gives a
+   partial View.
+2. Sites are the harness's (sites.classify, "function" grouping: the
+   innermost frame outside the standard library, keyed "Function @ file"),
+   so a site reads here as in `check` and `compare`.  Words are estimates,
+   samples / rate (exact at rate 1); blocks are sampled blocks.
+3. What an input does not carry is None, never zero or invented: a profile
+   has no timeline and no lifetimes, a trace no GC counters, neither has
+   retainer paths; the page leaves out or explains what is None.
+4. Bounded: at most MAX_SITES site rows (the rest summed in `rest`), a
+   timeline of at most TIMELINE_BINS points, LIFETIME_EDGES_US bins;
+   stackgraph bounds the stacks.  A trace is decoded once; its events are
+   kept as two arrays of 8-byte integers per kind, not as objects.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import ctf, mdsafe, validate
+from .ctf_profile import parse_ctf
+from .errors import InputError
+from .fmt import fmt_bytes, fmt_words
+from .profile import FORMAT as PROFILE_FORMAT, WORD_BYTES, Profile, parse_profile
+from .sites import UNKNOWN, aggregate, classify, site_label
+from .stackgraph import stacks_entry
+
+MAX_SITES = 100
+TIMELINE_BINS = 400
+# Upper edges of the lifetime bins, in microseconds (the last bin is open).
+LIFETIME_EDGES_US = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
+
+
+@dataclass
+class Hop:
+    """One block on a retainer path: its site, tag and size in words."""
+    site: str
+    tag: str | None = None
+    words: int | None = None
+
+
+@dataclass
+class RetainerPath:
+    """How a site's blocks are reachable: the root (a global, a stack
+    frame, a C root, a finaliser...), then each hop down to a block of the
+    site; `words`: the site's live words that share its first hops."""
+    root: str
+    hops: list
+    words: float | None = None
+
+
+@dataclass
+class SiteRow:
+    key: str
+    function: str | None
+    file: str | None
+    line: int | None            # the heaviest line, when known
+    words: float                # estimated words (allocated, or live for a snapshot)
+    samples: int
+    blocks: int | None = None
+    promoted: float | None = None
+    collected: float | None = None
+    live: float | None = None
+    peak: float | None = None
+    retainers: list | None = None   # [RetainerPath]: only from an input that has them
+
+
+@dataclass
+class Timeline:
+    """Estimated live words (sampled blocks allocated and not yet collected,
+    samples / rate) over time: `points` [(µs since the start, the highest
+    value in the bin ending there)], and the peak's value and time."""
+    points: list
+    end_us: int
+    peak_words: float
+    peak_us: int
+
+
+@dataclass
+class Lifetimes:
+    """Sampled blocks by time from allocation to collection: per bin of
+    LIFETIME_EDGES_US, [blocks, estimated words]; blocks never collected
+    before the trace ended are counted apart, in `live`."""
+    bins: list
+    live: list
+
+
+@dataclass
+class View:
+    path: str
+    kind: str                   # "profile", "trace", or a registered kind
+    program: str
+    words_what: str             # what the words column counts
+    total_words: float
+    facts: list                 # [(label, text)] describing the run
+    sites: list                 # [SiteRow], heaviest first, at most MAX_SITES
+    rest: tuple = (0, 0.0)      # (sites, words) beyond MAX_SITES
+    live_what: str = "live at exit"
+    stacks: dict | None = None  # stackgraph.stacks_entry(None, run)
+    timeline: Timeline | None = None
+    lifetimes: Lifetimes | None = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def has_retainers(self) -> bool:
+        return any(s.retainers for s in self.sites)
+
+
+# ------------------------------------------------------------ kinds
+
+JSON_KINDS: dict = {}
+
+
+def register_json_kind(fmt: str, loader: Callable) -> None:
+    """A JSON document whose "format" is `fmt` is read by loader(doc, path),
+    which returns a View or raises InputError."""
+    JSON_KINDS[fmt] = loader
+
+
+def load_view(path: str) -> View:
+    """The View of one file; see the invariants."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory; name a profile, trace or snapshot "
+                         f"file") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    if data[:4] == ctf.MAGIC.to_bytes(4, "little"):
+        return _trace_view(data, path)
+    if not data.strip():
+        raise InputError(f"{path}: empty file; expected a memprof-ci profile, a CTF trace "
+                         f"or a snapshot")
+    doc = validate.loads(data, path, "profile, trace or snapshot")
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    loader = JSON_KINDS.get(fmt) if isinstance(fmt, str) else None
+    if loader is None:
+        known = ", ".join(sorted(JSON_KINDS))
+        raise InputError(f"{path}: neither a CTF trace nor a JSON document of a known format "
+                         f"(format={mdsafe.shown(repr(fmt), 80)}; known: {known})")
+    return loader(doc, path)
+
+
+# ------------------------------------------------------------ profiles and traces
+
+def _est(samples: int, rate: float) -> float:
+    return samples / rate
+
+
+def site_rows(p: Profile, peak: bool) -> tuple[list, tuple]:
+    """Per site of the profile's stacks: the heaviest MAX_SITES rows and
+    (number of sites, words) of the others.  Stacks are already valid."""
+    acc: dict = {}
+    keys: dict = {}
+    for st in p.stacks:
+        frames = st["frames"]
+        sig = tuple((f.get("function"), f.get("file")) for f in frames)
+        c = keys.get(sig)
+        if c is None:
+            idx, fl, fn, _via = classify(frames, "function")
+            c = keys[sig] = (idx, fl, fn, UNKNOWN if idx is None else site_label(fn, fl))
+        idx, fl, fn, key = c
+        a = acc.get(key)
+        if a is None:
+            a = acc[key] = {"fn": fn, "fl": fl, "lines": {}, "samples": 0, "blocks": 0,
+                            "promoted": 0, "collected": 0, "live": 0, "peak": 0}
+        a["samples"] += st["samples"]
+        a["blocks"] += st["blocks"]
+        a["promoted"] += st["promoted_samples"]
+        a["collected"] += st["collected_samples"]
+        a["live"] += st["live_samples"]
+        a["peak"] += st.get("peak_live_samples") or 0
+        if idx is not None and st["samples"]:
+            ln = frames[idx].get("line")
+            a["lines"][ln] = a["lines"].get(ln, 0) + st["samples"]
+    order = sorted(acc.items(), key=lambda kv: (-kv[1]["samples"], kv[0]))
+    rows = []
+    for key, a in order[:MAX_SITES]:
+        lines = [(n, ln) for ln, n in a["lines"].items() if ln is not None]
+        rows.append(SiteRow(
+            key=key, function=a["fn"], file=a["fl"],
+            line=min(lines, key=lambda t: (-t[0], t[1]))[1] if lines else None,
+            words=_est(a["samples"], p.rate), samples=a["samples"], blocks=a["blocks"],
+            promoted=_est(a["promoted"], p.rate), collected=_est(a["collected"], p.rate),
+            live=_est(a["live"], p.rate), peak=_est(a["peak"], p.rate) if peak else None))
+    rest = order[MAX_SITES:]
+    return rows, (len(rest), _est(sum(a["samples"] for _, a in rest), p.rate))
+
+
+def _words(x: float) -> str:
+    return f"{fmt_words(x)} ({fmt_bytes(x * WORD_BYTES)})"
+
+
+def _run_view(p: Profile, path: str, kind: str) -> View:
+    peak = "peak_live_samples" in p.totals
+    rows, rest = site_rows(p, peak)
+    name = os.path.basename(path)
+    run = aggregate([p], "function", name)
+    t = p.totals
+    exact = p.rate == 1
+    facts = [("input", f"{kind} {path}")]
+    if p.argv:
+        facts.append(("program", " ".join(map(str, p.argv))))
+    if p.ocaml_version:
+        facts.append(("OCaml", f"{p.ocaml_version} ({p.backend})"))
+    facts.append(("sampling", f"rate {p.rate:g}" + (" (every word: exact)" if exact else "")
+                  + (f", seed {p.seed}" if p.seed is not None else ", seed unknown")
+                  + f", {p.frames} frames"))
+    facts.append(("allocated", _words(_est(t["samples"], p.rate))
+                  + f", {t['blocks']} sampled blocks, {t['samples']} samples"))
+    live_what = "live at exit" if kind == "profile" else "live at end of trace"
+    facts.append((live_what, _words(_est(t["live_samples"], p.rate))))
+    if peak:
+        facts.append(("live at peak", _words(_est(t["peak_live_samples"], p.rate))))
+    if p.gc:
+        facts.append(("GC (exact)", ", ".join(f"{k} {p.gc[k]}" for k in
+                                              ("minor_words", "promoted_words", "major_words",
+                                               "minor_collections", "major_collections")
+                                              if k in p.gc)))
+    return View(path=path, kind=kind, program=" ".join(map(str, p.argv[:1])) or name,
+                words_what="allocated", total_words=_est(t["samples"], p.rate), facts=facts,
+                sites=rows, rest=rest, live_what=live_what, stacks=stacks_entry(None, run))
+
+
+def _profile_view(doc, path: str) -> View:
+    v = _run_view(parse_profile(doc, path), path, "profile")
+    v.notes.append("A profile holds counts, not events: live words over time and the "
+                   "lifetimes of blocks come from a trace of the run "
+                   "(OCAMLMEMPROF=...,trace=t.ctf; then `memprof-ci view t.ctf`).")
+    return v
+
+
+register_json_kind(PROFILE_FORMAT, _profile_view)
+
+
+class _Events:
+    """The trace's alloc and collect events, compactly: what the timeline
+    and the lifetimes need."""
+
+    def __init__(self):
+        self.t = array("q")          # time of each change of the live samples
+        self.d = array("q")          # the change (+ at alloc, - at collect)
+        self.alloc: dict = {}        # object id -> (time, samples), until collected
+        self.early: dict = {}        # object id -> collect time seen before its alloc
+        self.life = array("q")       # lifetime (µs) of each collected block
+        self.life_n = array("q")     # its samples
+
+    def __call__(self, ev, t: int) -> None:
+        kind = ev[0]
+        if kind == "alloc":
+            oid, n = ev[1], ev[3]
+            self.t.append(t)
+            self.d.append(n)
+            tc = self.early.pop(oid, None)
+            if tc is None:
+                self.alloc[oid] = (t, n)
+            else:
+                self._died(t, n, tc)
+        elif kind == "collect":
+            rec = self.alloc.pop(ev[1], None)
+            if rec is None:          # another domain's packet first: settled at its alloc
+                self.early[ev[1]] = t
+            else:
+                self._died(rec[0], rec[1], t)
+
+    def _died(self, ta: int, n: int, tc: int) -> None:
+        self.t.append(tc)
+        self.d.append(-n)
+        self.life.append(max(0, tc - ta))
+        self.life_n.append(n)
+
+    def timeline(self, rate: float) -> Timeline | None:
+        if not self.t:
+            return None
+        t = np.frombuffer(self.t, dtype=np.int64)
+        order = np.argsort(t, kind="stable")
+        t = t[order]
+        live = np.cumsum(np.frombuffer(self.d, dtype=np.int64)[order])
+        end = int(t[-1])
+        at = int(np.argmax(live))
+        edges = np.linspace(0, max(end, 1), TIMELINE_BINS + 1)
+        cut = np.searchsorted(t, edges[1:], side="right")
+        points, lo, last = [], 0, 0
+        for i, hi in enumerate(cut):
+            top = max(last, int(live[lo:hi].max())) if hi > lo else last
+            if hi > lo:
+                last = int(live[hi - 1])
+            points.append((int(round(edges[i + 1])), top / rate))
+            lo = hi
+        return Timeline(points=points, end_us=end, peak_words=int(live[at]) / rate,
+                        peak_us=int(t[at]))
+
+    def lifetimes(self, rate: float) -> Lifetimes:
+        bins = [[0, 0.0] for _ in range(len(LIFETIME_EDGES_US) + 1)]
+        if self.life:
+            life = np.frombuffer(self.life, dtype=np.int64)
+            n = np.frombuffer(self.life_n, dtype=np.int64)
+            which = np.searchsorted(np.array(LIFETIME_EDGES_US), life, side="right")
+            blocks = np.bincount(which, minlength=len(bins))
+            samples = np.bincount(which, weights=n, minlength=len(bins))
+            bins = [[int(b), float(s) / rate] for b, s in zip(blocks, samples)]
+        live_n = sum(n for _, n in self.alloc.values())
+        return Lifetimes(bins=bins, live=[len(self.alloc), live_n / rate])
+
+
+def _trace_view(data: bytes, path: str) -> View:
+    evs = _Events()
+    p = parse_ctf(data, path, observe=evs)
+    v = _run_view(p, path, "trace")
+    v.timeline = evs.timeline(p.rate)
+    v.lifetimes = evs.lifetimes(p.rate)
+    v.notes.append("A trace records no GC counters.")
+    return v
