@@ -1,15 +1,18 @@
 """Files that matter, written safely: atomic replacement and the baselines lock.
 
-Standard library only, so that every module (and the overhead study in
-benchmarks/overhead) can write its outputs without importing the
-statistics stack.
+Standard library only (and errors.py, which is), so that every module can
+write its outputs without importing the statistics stack.
 
 Invariants:
 1. write_atomic: a reader sees the old file or the new one, never a part.
    The temporary file is created exclusively (mkstemp) beside the target and
    renamed over it, so a symlink planted at the target is replaced, never
    followed; the new file gets 0666 & ~umask.
-2. locked: an exclusive flock on the directory itself, so no lock file is
+2. write_page: a file a person asked for by name (an HTML page) is
+   refused, with a ConfigError naming it, when that name is a symbolic
+   link or a directory, and a failed write is an InfraError naming it;
+   either way nothing is left at the name.
+3. locked: an exclusive flock on the directory itself, so no lock file is
    left behind to be committed with what the directory holds.
 """
 
@@ -19,6 +22,8 @@ import contextlib
 import fcntl
 import os
 import tempfile
+
+from .errors import ConfigError, InfraError
 
 
 def _umask() -> int:
@@ -47,6 +52,20 @@ def write_atomic(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_page(path: str, text: str, flag: str) -> None:
+    """write_atomic for a file named on the command line by `flag`; see
+    invariant 2."""
+    if os.path.islink(path):
+        raise ConfigError(f"{flag} {path}: is a symbolic link; memprof-ci neither writes "
+                          f"through nor replaces one: remove it or name another file")
+    if os.path.isdir(path):
+        raise ConfigError(f"{flag} {path}: is a directory; name the file to write")
+    try:
+        write_atomic(path, text)
+    except OSError as e:
+        raise InfraError(f"{flag} {path}: cannot write: {e.strerror or e}") from None
 
 
 @contextlib.contextmanager

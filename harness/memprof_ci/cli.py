@@ -46,8 +46,7 @@ from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
-from .view import load_view
-from .view_html import render_view
+from .view_html import view_page
 from .worktree import changed_baselines, commit_info, toplevel
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -68,24 +67,7 @@ def main(argv=None) -> int:
     try:
         if args.cmd in ("check", "update-baselines", "profile"):
             return cmd_run(args)
-        if args.cmd == "compare":
-            return cmd_compare(args)
-        if args.cmd == "merge":
-            return cmd_merge(args)
-        if args.cmd == "list":
-            return cmd_list(args)
-        if args.cmd == "plan":
-            return cmd_plan(args)
-        if args.cmd == "init":
-            return cmd_init(args)
-        if args.cmd == "bisect":
-            return cmd_bisect(args)
-        if args.cmd == "record":
-            return cmd_record(args)
-        if args.cmd == "history":
-            return cmd_history(args)
-        if args.cmd == "view":
-            return cmd_view(args)
+        return COMMANDS[args.cmd](args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -102,7 +84,6 @@ def main(argv=None) -> int:
         print(f"memprof-ci: internal error: {msg[:500]} (run with -v for the traceback)",
               file=sys.stderr)
         return EXIT_ERROR
-    return EXIT_ERROR
 
 
 def _selected_benchmarks(manifest, shard_spec, extra=()):
@@ -498,19 +479,14 @@ def cmd_history(args) -> int:
 
 
 def cmd_view(args) -> int:
-    out = args.out
-    if os.path.islink(out):
-        raise ConfigError(f"-o {out}: is a symbolic link; memprof-ci neither writes through "
-                          f"nor replaces one: remove it or name another file")
-    if os.path.isdir(out):
-        raise ConfigError(f"-o {out}: is a directory; name the HTML file to write")
-    page = render_view(load_view(args.file))
-    try:
-        atomicio.write_atomic(out, page)
-    except OSError as e:
-        raise InfraError(f"-o {out}: cannot write: {e.strerror or e}") from None
-    print(f"memprof-ci: wrote {out}")
+    atomicio.write_page(args.out, view_page(args.file), "-o")
+    print(f"memprof-ci: wrote {args.out}")
     return EXIT_OK
+
+
+COMMANDS = {"compare": cmd_compare, "merge": cmd_merge, "list": cmd_list, "plan": cmd_plan,
+            "init": cmd_init, "bisect": cmd_bisect, "record": cmd_record,
+            "history": cmd_history, "view": cmd_view}
 
 
 if __name__ == "__main__":

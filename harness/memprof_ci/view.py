@@ -148,23 +148,25 @@ def load_view(path: str) -> View:
     except FileNotFoundError:
         raise InputError(f"{path}: not found") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; name a profile, trace or snapshot "
-                         f"file") from None
+        raise InputError(f"{path}: is a directory; name a file ({_expected()})") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     if data[:4] == ctf.MAGIC.to_bytes(4, "little"):
         return _trace_view(data, path)
     if not data.strip():
-        raise InputError(f"{path}: empty file; expected a memprof-ci profile, a CTF trace "
-                         f"or a snapshot")
-    doc = validate.loads(data, path, "profile, trace or snapshot")
+        raise InputError(f"{path}: empty file ({_expected()})")
+    doc = validate.loads(data, path, "input (not a CTF trace)")
     fmt = doc.get("format") if isinstance(doc, dict) else None
     loader = JSON_KINDS.get(fmt) if isinstance(fmt, str) else None
     if loader is None:
-        known = ", ".join(sorted(JSON_KINDS))
-        raise InputError(f"{path}: neither a CTF trace nor a JSON document of a known format "
-                         f"(format={mdsafe.shown(repr(fmt), 80)}; known: {known})")
+        raise InputError(f"{path}: JSON of an unknown format {mdsafe.shown(repr(fmt), 80)} "
+                         f"({_expected()})")
     return loader(doc, path)
+
+
+def _expected() -> str:
+    return ("expected a CTF trace or a JSON document of format "
+            + " or ".join(sorted(JSON_KINDS)))
 
 
 # ------------------------------------------------------------ profiles and traces

@@ -27,7 +27,7 @@ from .profile import WORD_BYTES
 from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
 from .report_html import esc, script_json
 from .stackgraph import graph_data
-from .view import LIFETIME_EDGES_US, Lifetimes, Timeline, View
+from .view import LIFETIME_EDGES_US, Lifetimes, Timeline, View, load_view
 
 EXTRA_CSS = """
 table.facts th{font-weight:normal;color:#555;background:none}table.facts td,table.facts th{border:0;
@@ -213,3 +213,8 @@ def render_view(v: View) -> str:
     out.append(f'<script type="application/json" id="memprof-data">{script_json(data)}</script>')
     out.append(f"<script>{JS}</script></body></html>\n")
     return "".join(out)
+
+
+def view_page(path: str) -> str:
+    """The page of the file at `path` (view.load_view's errors pass through)."""
+    return render_view(load_view(path))
