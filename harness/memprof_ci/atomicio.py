@@ -65,7 +65,8 @@ def write_page(path: str, text: str, flag: str) -> None:
     try:
         write_atomic(path, text)
     except OSError as e:
-        raise InfraError(f"{flag} {path}: cannot write: {e.strerror or e}") from None
+        where = f"{e.filename}: " if e.filename and e.filename != path else ""
+        raise InfraError(f"{flag} {path}: cannot write: {where}{e.strerror or e}") from None
 
 
 @contextlib.contextmanager

@@ -27,8 +27,9 @@ Invariants:
    retainer paths; the page leaves out or explains what is None.
 4. Bounded: at most MAX_SITES site rows (the rest summed in `rest`), a
    timeline of at most TIMELINE_BINS points, LIFETIME_EDGES_US bins;
-   stackgraph bounds the stacks.  A trace is decoded once; its events are
-   kept as two arrays of 8-byte integers per kind, not as objects.
+   stackgraph bounds the stacks.  A trace is decoded once; the times and
+   changes of its events and the lifetimes are kept in arrays of 8-byte
+   integers, and only the blocks not yet collected in a dict.
 """
 
 from __future__ import annotations

@@ -225,6 +225,6 @@ def test_size_is_bounded_for_a_huge_comparison(tmp_path):
 
 
 def test_script_json_cannot_end_the_script():
-    s = report_html._script_json({"x": "</script><!-- & \u2028"})
+    s = report_html.script_json({"x": "</script><!-- & \u2028"})
     assert "<" not in s and ">" not in s and "&" not in s and "\u2028" not in s
     assert json.loads(s) == {"x": "</script><!-- & \u2028"}

@@ -31,7 +31,7 @@ import subprocess
 import pytest
 
 from harness_testlib import HERE, REPO, make_profile, no_traceback, run_cli, write_json
-from test_report_first_screen import VIEW_H, VIEW_W, keep, opened, rect
+from test_report_first_screen import VIEW_H, keep, opened, rect
 
 from memprof_ci import view
 from memprof_ci.report_assets import CSP_META, CSS, JS
@@ -97,6 +97,9 @@ def test_profile_and_traces_render_in_chromium_with_the_top_site_first(run, tmp_
                              ".map(r => [r.getAttribute('data-frame'), "
                              "r.querySelector('title').textContent])")
             assert any(f == tops[kind] for f, _ in blocks), blocks
+            # One run: its graph alone, nothing about a baseline.
+            assert br.eval("document.querySelectorAll('#stacks svg').length") == 1
+            assert "baseline" not in br.eval("document.getElementById('stacks').textContent")
             assert all(t.startswith(f + "\n") and "NaN" not in t and "samples" in t
                        for f, t in blocks)
             charts = br.eval("[!!document.getElementById('timeline-svg'), "
@@ -171,6 +174,14 @@ def test_sites_are_the_harness_sites_heaviest_first(tmp_path):
     assert v.total_words == pytest.approx(1053 / 1e-3) and v.rest == (0, 0.0)
 
 
+def test_the_kind_is_read_from_the_content_not_the_name(tmp_path):
+    trace = tmp_path / "trace.json"
+    shutil.copy(MEMTRACE, trace)
+    prof = write_json(tmp_path / "profile.ctf", fixed_profile())
+    assert view.load_view(str(trace)).kind == "trace"
+    assert view.load_view(prof).kind == "profile"
+
+
 def test_sites_beyond_the_bound_are_summed(tmp_path, monkeypatch):
     monkeypatch.setattr(view, "MAX_SITES", 2)
     v = view.load_view(write_json(tmp_path / "shop.json", fixed_profile()))
@@ -206,6 +217,7 @@ def test_retainer_paths_are_drawn_only_from_an_input_that_has_them(tmp_path, kin
     view.register_json_kind("test/snapshot", loader)
     snap = write_json(tmp_path / "snap.json", {"format": "test/snapshot"})
     page = render_view(view.load_view(snap))
+    assert page.count('<section id="retainers">') == 1
     sec = page[page.index('<section id="retainers">'):]
     sec = sec[:sec.index("</section>")]
     assert "global Shop.Cart.table" in sec and "bucket array, 17 words" in sec
