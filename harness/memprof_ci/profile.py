@@ -63,6 +63,7 @@ class Profile:
     totals: dict
     stacks: list = field(repr=False)
     stacks_mode: str = "full"
+    stackmem: int | None = None        # config.stackmem: the whole-stack budget
 
 
 _is_count = validate.is_count
@@ -146,6 +147,9 @@ def _check_header(doc, path: str, bad) -> tuple:
         raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
     if not (_is_count(cfg["frames"]) and cfg["frames"] >= 1):
         raise bad(f"config.frames {cfg['frames']!r} is not a positive integer")
+    if "stackmem" in cfg and not _is_count(cfg["stackmem"]):
+        raise bad(f"config.stackmem {mdsafe.printable(repr(cfg['stackmem'])[:100])} is not a "
+                  f"non-negative integer")
     if cfg.get("stacks", "full") not in STACKS_MODES:
         raise bad(f"config.stacks {mdsafe.printable(repr(cfg['stacks'])[:100])} is neither "
                   f"full nor site")
@@ -217,7 +221,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                    backend=doc["backend"], argv=list(doc["argv"]),
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
                    gc=gc_out, totals=doc["totals"], stacks=stacks,
-                   stacks_mode=cfg.get("stacks", "full"))
+                   stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"))
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -135,6 +135,22 @@ def test_profile_config_stacks(tmp_path, value, ok):
         assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("value,ok", [
+    (524288, True), (0, True), (-1, False), ("512k", False), (1.5, False), (True, False)])
+def test_profile_config_stackmem(tmp_path, value, ok):
+    """config.stackmem, the runtime's budget for whole stacks, is read and
+    kept; anything but a count is refused in one line."""
+    doc = to_version3(make_profile(_TWO_STACKS))
+    doc["config"]["stackmem"] = value
+    path = write_json(tmp_path / "p.json", doc)
+    if ok:
+        assert load_profile(path).stackmem == value
+    else:
+        with pytest.raises(InputError, match="config.stackmem .* is not a non-negative") as e:
+            load_profile(path)
+        assert "\n" not in str(e.value)
+
+
 def test_memprof_env_value_cuts_stacks_at_rate_1():
     """Every exact (rate 1) run asks the runtime for stacks=site; sampled
     runs keep whole stacks."""

@@ -25,7 +25,12 @@
  *                 prefix of `frames` slots; site cuts it after the
  *                 innermost slot outside the standard library
  *                 (memprof_tracker.c, design 8)
- *    `frames`, `out`, `trace`, `live` and `stacks` need `rate`. The first `=` of an item
+ *      stackmem=N N plain decimal digits, optionally followed by k, M or
+ *                 G (times 2^10, 2^20, 2^30), at most 2^40: the bytes
+ *                 of whole stacks the tracker keeps; a new stack beyond
+ *                 them keeps only its site's slots (memprof_tracker.c,
+ *                 design 9). The default is CAML_MEMPROF_DEFAULT_STACKMEM
+ *    Every key but `seed` needs `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
  *    exit. The setting is cut up in place and `out` points into it.
@@ -55,7 +60,7 @@
 #include <string.h>
 #include "caml/memprof_env_parse.h"
 
-#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks)"
+#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -261,6 +266,30 @@ static bool parse_stacks(struct msg *m, const char *val,
   return true;
 }
 
+static bool parse_stackmem(struct msg *m, const char *val,
+                           struct caml_memprof_env *env)
+{
+  size_t n = count_digits(val);
+  unsigned shift = 0;
+  if (n > 0 && val[n] != '\0' && val[n + 1] == '\0') {
+    shift = val[n] == 'k' ? 10 : val[n] == 'M' ? 20 : val[n] == 'G' ? 30 : 64;
+  }
+  char digits[32];
+  uint64_t v;
+  if (n == 0 || n >= sizeof digits || shift == 64
+      || (val[n] != '\0' && shift == 0)) {
+    return bad_value(m, "stackmem", val, "expected a number of bytes in "
+                     "plain decimal digits, optionally followed by k, M or G");
+  }
+  memcpy(digits, val, n);
+  digits[n] = '\0';
+  if (!parse_uint(digits, (uint64_t)1 << (40 - shift), &v)) {
+    return bad_value(m, "stackmem", val, "expected at most 2^40 bytes (1024G)");
+  }
+  env->stackmem = v << shift;
+  return true;
+}
+
 /**** The setting ****/
 
 typedef bool (*value_parser)(struct msg *, const char *,
@@ -269,9 +298,10 @@ typedef bool (*value_parser)(struct msg *, const char *,
 static const struct { const char *key; value_parser parse; } keys[] = {
   { "seed", parse_seed }, { "rate", parse_rate }, { "frames", parse_frames },
   { "out", parse_out }, { "live", parse_live }, { "trace", parse_trace },
-  { "stacks", parse_stacks },
+  { "stacks", parse_stacks }, { "stackmem", parse_stackmem },
 };
-enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS, N_KEYS };
+enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
+       K_STACKMEM, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -284,6 +314,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->live_by_gc = false;
   env->trace = NULL;
   env->stacks_at_site = false;
+  env->stackmem = CAML_MEMPROF_DEFAULT_STACKMEM;
 }
 
 /* The end of the item at `p`: its separating comma, or the end of the
@@ -341,9 +372,8 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
   }
 
   if (vals[K_RATE] == NULL) {
-    int k = vals[K_OUT] ? K_OUT : vals[K_FRAMES] ? K_FRAMES
-      : vals[K_LIVE] ? K_LIVE : vals[K_TRACE] ? K_TRACE
-      : vals[K_STACKS] ? K_STACKS : N_KEYS;
+    int k = 0;
+    while (k < N_KEYS && (k == K_SEED || k == K_RATE || vals[k] == NULL)) k++;
     if (k != N_KEYS) {
       return bad_value(&m, keys[k].key, vals[k],
                        "has no effect without rate=, which starts the "

@@ -14,11 +14,14 @@
  *    once sorted, make one line with the sum of their counts. The
  *    profile holds no copy of the counters: a program with a stack per
  *    sample has tens of thousands, and every new page of memory written
- *    at exit costs a page fault. With many stacks, the lines from the
- *    middle on are rendered into memory on a second thread while the
- *    caller's renders the first half into the output, then added after
- *    it (caml_memprof_beside: on a thread with every signal blocked, or
- *    inline when none can be started).
+ *    at exit costs a page fault. With many stacks, the lines are cut
+ *    into blocks of about 256 stacks, rendered by two threads in
+ *    turn: the caller renders the even blocks into the output while a
+ *    second thread renders the next odd block into one reused buffer,
+ *    which the caller appends and hands back (caml_memprof_beside: on a
+ *    thread with every signal blocked; the caller renders every block
+ *    when none can be started). The rendering's memory is therefore
+ *    one block's text, whatever the number of stacks.
  * 3. The document (version 3): header (format, version, OCaml
  *    version, backend, argv, and `incomplete` only for a run the
  *    runtime ended abnormally), config (rate, seed, frames, stacks when
@@ -117,6 +120,7 @@ struct resolved {
   const uint32_t *ranks;
   size_t n;
   const atomic_uintnat *count;
+  bool cut;                         /* cut past the stack budget */
 };
 
 struct caml_memprof_sorted {
@@ -309,7 +313,7 @@ caml_memprof_sorting_start(size_t nstacks, size_t nslots)
 
 bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
                               const backtrace_slot *slots, size_t nslots,
-                              const atomic_uintnat *count)
+                              const atomic_uintnat *count, bool cut)
 {
   if (s->failed) return false;
   if (s->n == s->cap) {
@@ -325,6 +329,7 @@ bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
   }
   s->rs[s->n].n = s->ids.len - before;
   s->rs[s->n].count = count;
+  s->rs[s->n].cut = cut;
   s->n++;
   return true;
 }
@@ -386,33 +391,129 @@ static void render_lines(struct caml_memprof_buf *b,
     }
     uintnat count[N_COUNTS] = { 0 };
     add_stack_counts(count, rs[i].count);
+    bool cut = rs[i].cut;
     for (j = i + 1; j < to && by_frames(&rs[i], &rs[j]) == 0; j++) {
       add_stack_counts(count, rs[j].count);
+      cut |= rs[j].cut;
     }
     caml_memprof_buf_add(b, i ? ",\n{" : "\n{", i ? 3 : 2);
     bool counted = add_counts(b, count, true);
+    if (cut) {
+      caml_memprof_buf_add(b, ",\"cut\":true" + !counted, 11 - !counted);
+      counted = true;
+    }
     add_indices(b, rs[i].ranks, rs[i].n, !counted);
   }
 }
 
-struct stack_lines {
+/* The lines go out in blocks of about BLOCK_LINES stacks (each block
+ * starts a run of stacks that resolve alike), rendered by two threads
+ * in turn (design 2): the caller renders the even blocks straight into
+ * the output; the thread beside renders each odd block into one
+ * buffer, which the caller appends after the block before it and then
+ * hands back. So at most one block's text is ever held in memory. */
+#define BLOCK_LINES 256
+
+struct relay {
   const struct caml_memprof_sorted *so;
-  size_t from, to;
-  struct caml_memprof_buf buf;        /* growable */
+  const size_t *cut;                  /* block k is [cut[k], cut[k+1]) */
+  size_t nblocks;
+  struct caml_memprof_buf buf;        /* growable, reused */
+  bool full;                          /* buf holds the next odd block */
+  bool inline_only;                   /* no thread: the caller renders all */
+#ifndef _WIN32
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+#endif
 };
 
-static void *render_lines_beside(void *arg)
+#ifndef _WIN32
+static void relay_wait(struct relay *r, bool full)
 {
-  struct stack_lines *l = arg;
-  /* Room for the usual line (the keys, small counts, indices of up to
-   * two digits) from the start: growing by doubling would copy it all
-   * and touch twice the pages. More only if needed. */
-  size_t room = 1;
-  for (size_t i = l->from; i < l->to; i++) room += 224 + 3 * l->so->rs[i].n;
-  l->buf.s = malloc(room);
-  if (l->buf.s != NULL) l->buf.cap = room;
-  render_lines(&l->buf, l->so, l->from, l->to);
+  pthread_mutex_lock(&r->lock);
+  while (r->full != full) pthread_cond_wait(&r->cond, &r->lock);
+  pthread_mutex_unlock(&r->lock);
+}
+
+static void relay_set(struct relay *r, bool full)
+{
+  pthread_mutex_lock(&r->lock);
+  r->full = full;
+  pthread_cond_signal(&r->cond);
+  pthread_mutex_unlock(&r->lock);
+}
+#endif
+
+static void *render_odd_blocks(void *arg)
+{
+  struct relay *r = arg;
+#ifndef _WIN32
+  if (r->inline_only) return NULL;
+  for (size_t k = 1; k < r->nblocks; k += 2) {
+    relay_wait(r, false);
+    r->buf.len = 0;
+    if (r->buf.s != NULL) r->buf.s[0] = '\0';
+    render_lines(&r->buf, r->so, r->cut[k], r->cut[k + 1]);
+    relay_set(r, true);
+  }
+#endif
   return NULL;
+}
+
+/* The stacks' lines into `b`, with the thread beside when there are
+ * enough of them and one can be started. */
+static void render_all_lines(struct caml_memprof_buf *b,
+                             const struct caml_memprof_sorted *so)
+{
+  size_t n = so->nstacks;
+  size_t nblocks = (n + BLOCK_LINES - 1) / BLOCK_LINES;
+  size_t *cut = n >= SPLIT_MIN ? malloc((nblocks + 1) * sizeof *cut) : NULL;
+  if (cut == NULL) {
+    render_lines(b, so, 0, n);
+    return;
+  }
+  size_t m = 0;
+  cut[m++] = 0;
+  for (size_t k = 1; k < nblocks; k++) {
+    size_t c = k * BLOCK_LINES;
+    if (c <= cut[m - 1]) continue;
+    while (c < n && by_frames(&so->rs[c - 1], &so->rs[c]) == 0) c++;
+    if (c < n) cut[m++] = c;
+  }
+  cut[m] = n;
+  struct relay r = { so, cut, m, CAML_MEMPROF_BUF_INIT, false, false };
+  bool threaded = false;
+#ifndef _WIN32
+  threaded = pthread_mutex_init(&r.lock, NULL) == 0;
+  if (threaded && pthread_cond_init(&r.cond, NULL) != 0) {
+    pthread_mutex_destroy(&r.lock);
+    threaded = false;
+  }
+#endif
+  struct caml_memprof_beside w;
+  caml_memprof_beside_start(&w, render_odd_blocks, &r, threaded && m > 1);
+  r.inline_only = !w.started;
+  for (size_t k = 0; k < m; k++) {
+    if (k % 2 == 0 || r.inline_only) {
+      render_lines(b, so, cut[k], cut[k + 1]);
+      continue;
+    }
+#ifndef _WIN32
+    relay_wait(&r, true);
+    if (r.buf.err && !b->err) b->err = r.buf.err;
+    if (r.buf.len > 0) caml_memprof_buf_add(b, r.buf.s, r.buf.len);
+    relay_set(&r, false);
+#endif
+  }
+  caml_memprof_beside_join(&w);
+#ifndef _WIN32
+  if (threaded) {
+    pthread_cond_destroy(&r.cond);
+    pthread_mutex_destroy(&r.lock);
+  }
+#endif
+  free(r.buf.s);
+  free(cut);
 }
 
 bool caml_memprof_render_profile(struct caml_memprof_buf *b,
@@ -448,6 +549,10 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   }
   caml_memprof_buf_printf(b, ",\"frames\":%ld", (long)env->frames);
   if (env->stacks_at_site) caml_memprof_buf_lit(b, ",\"stacks\":\"site\"");
+#ifdef NATIVE_CODE
+  else caml_memprof_buf_printf(b, ",\"stackmem\":%llu",
+                               (unsigned long long)env->stackmem);
+#endif
   caml_memprof_buf_lit(b, ",\"peak\":\"events\"},\n");
   caml_memprof_buf_lit(b, "\"gc\":{");
   caml_memprof_buf_field(b, true, "minor_words", g->minor_words);
@@ -467,21 +572,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
     caml_memprof_buf_add(b, so->texts[r].json, so->texts[r].len);
   }
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
-  /* The second half of the lines (from a line's start) is rendered into
-   * memory beside this thread, which renders the first into `b`. */
-  size_t n = so->nstacks, mid = n;
-  if (n >= SPLIT_MIN) {
-    for (mid = n / 2; mid < n && by_frames(&so->rs[mid - 1], &so->rs[mid]) == 0;)
-      mid++;
-  }
-  struct stack_lines second = { so, mid, n, CAML_MEMPROF_BUF_INIT };
-  struct caml_memprof_beside w;
-  caml_memprof_beside_start(&w, render_lines_beside, &second, mid < n);
-  render_lines(b, so, 0, mid);
-  caml_memprof_beside_join(&w);
-  if (second.buf.err && !b->err) b->err = second.buf.err;
-  if (second.buf.len > 0) caml_memprof_buf_add(b, second.buf.s, second.buf.len);
-  free(second.buf.s);
+  render_all_lines(b, so);
   caml_memprof_buf_lit(b, "\n]}\n");
   return true;
 }

@@ -113,6 +113,24 @@
  *    frame descriptor, while the stack keeps the debug information of
  *    the allocation itself, whose verdict may differ; whatever it is,
  *    the slots chosen lie within the shorter walk.
+ * 9. The stack budget (stackmem=, 256 KiB by default; native code
+ *    without stacks=site). A program whose samples nearly all have
+ *    stacks of their own (deep recursion, 16 frames) would otherwise
+ *    keep a record per sample, and the exit's resolution, sorting and
+ *    rendering as much again per stack. So records of whole stacks are
+ *    kept until they take `stackmem` bytes; past that, a stack not
+ *    yet seen is cut as design 8 cuts it, and counted at the record of
+ *    its kept slots, which says so (`cut`, set once, never cleared).
+ *    The number of cut records is bounded by the program's code, not
+ *    by its samples, so the tracker's memory is the budget plus that.
+ *    Stacks seen before the budget ran out keep counting whole. The
+ *    site tables the harness builds are unchanged by a cut (design 8:
+ *    the kept slots are those its groupings read); the profile marks
+ *    every line that holds a cut stack, and its config records the
+ *    budget. The verdicts come from the same lock-free table as in
+ *    design 8, smaller here. Bytecode keeps whole stacks: a verdict
+ *    there needs the debug information read at start, which allocates
+ *    on the OCaml heap (design 8 does that only when asked).
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -158,7 +176,9 @@ struct site {
   atomic_uintnat count[N_COUNTS];   /* COUNT_SAMPLES stays 0 (derived) */
   uintnat peak_stamp;               /* design 5, moved with the counts */
   uint64_t hash;
-  size_t nslots;
+  uint32_t nslots;
+  _Atomic(uint32_t) cut;            /* design 9: 1 once a stack cut to
+                                       these slots was counted here */
   backtrace_slot slots[];
 };
 
@@ -228,13 +248,13 @@ static size_t site_refs_capacity = 0;
 /* The chunks site records are cut from (design 2), oldest first; all
  * under sites_lock. A record never spans two chunks; one larger than a
  * chunk's room gets a chunk of its own. Chunks double in size from 64
- * KiB to 2 MiB and, where the system can, come with their pages
+ * KiB to 256 KiB and, where the system can, come with their pages
  * already mapped (MAP_POPULATE): a program with a stack per sample
  * writes a new record at nearly every sample, and taking a page fault
  * every 17 records cost more than mapping the pages in one call. A
  * program with few stacks keeps one 64 KiB chunk. */
 #define CHUNK_MIN ((size_t)64 << 10)
-#define CHUNK_MAX ((size_t)2 << 20)
+#define CHUNK_MAX ((size_t)256 << 10)
 #define SCAN_AHEAD 1024                 /* bytes */
 struct chunk {
   struct chunk *next;
@@ -367,6 +387,21 @@ static struct site_table *sites_grown(struct site_table *old)
   return t;
 }
 
+/* Design 9: whole stacks are kept while their records take at most
+ * `stackmem` bytes (whole_bytes, written under sites_lock); past that a
+ * new stack is cut to its site's slots. */
+static bool cut_past_budget = false;       /* set once at start */
+static uint64_t stackmem = 0;
+static _Atomic(uint64_t) whole_bytes = 0;
+#define KEPT_MAX 3
+static size_t keep_site_slots(const backtrace_slot *callstack, size_t n,
+                              backtrace_slot kept[KEPT_MAX]);
+
+Caml_inline void mark_cut(struct site *s, bool cut)
+{
+  if (cut && atomic_load_relaxed(&s->cut) == 0) atomic_store_relaxed(&s->cut, 1);
+}
+
 /* The record for this callstack, created if new; NULL if out of
  * memory (the sample is then not recorded).
  * `alone`: design 3. */
@@ -377,6 +412,26 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   uint64_t w = atomic_load_explicit(&sites, memory_order_acquire);
   struct site *found = w ? sites_probe(w, h, slots, n, &hole) : NULL;
   if (found != NULL) return found;
+
+  /* A new stack past the budget (design 9) is looked up by its site's
+   * slots, without the lock first, like any stack. */
+  backtrace_slot kept[KEPT_MAX];
+  bool cut = false;
+  if (cut_past_budget
+      && atomic_load_relaxed(&whole_bytes) + site_bytes(n) > stackmem) {
+    size_t m = keep_site_slots(slots, n, kept);
+    if (m < n) {
+      slots = kept;
+      n = m;
+      h = hash_slots(kept, m);
+      cut = true;
+      found = w ? sites_probe(w, h, slots, n, &hole) : NULL;
+      if (found != NULL) {
+        mark_cut(found, true);
+        return found;
+      }
+    }
+  }
 
   if (!alone) caml_plat_lock_blocking(&sites_lock);
   uint64_t probed = w;
@@ -393,7 +448,10 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   struct site_table *t = table_of(w);
   if (w != probed || atomic_load_relaxed(&t->entry[hole]) != 0) {
     found = sites_probe(w, h, slots, n, &hole);
-    if (found != NULL) goto out;
+    if (found != NULL) {
+      mark_cut(found, cut);
+      goto out;
+    }
   }
   if (sites_count == site_refs_capacity) {
     size_t cap = site_refs_capacity ? 2 * site_refs_capacity : 1024;
@@ -407,8 +465,13 @@ static struct site *site_of(const backtrace_slot *slots, size_t n,
   found = site_room(n);
   if (found == NULL) goto out;
   found->hash = h;
-  found->nslots = n;
+  found->nslots = (uint32_t)n;
+  atomic_store_relaxed(&found->cut, cut ? 1 : 0);
   memcpy(found->slots, slots, n * sizeof *slots);
+  if (!cut) {
+    atomic_store_relaxed(&whole_bytes,
+                         atomic_load_relaxed(&whole_bytes) + site_bytes(n));
+  }
   site_refs[sites_count].hash = h;
   site_refs[sites_count].site = found;
   atomic_store_explicit(&t->entry[hole], entry_of(h, found),
@@ -482,11 +545,14 @@ static bool tracing = false;
 
 static bool cut_at_site = false;
 
-#define VERDICT_LOG2 18
+/* The verdict table: 2^18 entries with stacks=site, where every slot
+ * of a run at rate 1 gets one; 2^14 for the budget's cuts (design 9). */
+#define VERDICT_LOG2_SITE 18
+#define VERDICT_LOG2_BUDGET 14
 #define VERDICT_PROBES 32
 enum { VERDICT_UNKNOWN = 1, VERDICT_STDLIB = 2, VERDICT_SITE = 3 };
-static _Atomic(uint64_t) *verdicts = NULL;   /* 2^VERDICT_LOG2 entries */
-#define KEPT_MAX 3
+static _Atomic(uint64_t) *verdicts = NULL;
+static size_t verdict_mask = 0;
 
 Caml_inline bool has_prefix(const char *s, const char *p)
 {
@@ -532,7 +598,7 @@ static int slot_verdict(backtrace_slot slot)
   uint64_t key = (uint64_t)(uintptr_t)slot << 2;
   uint64_t h = ((uint64_t)(uintptr_t)slot ^ 0x9E3779B97F4A7C15ull)
     * 0xBF58476D1CE4E5B9ull;
-  size_t mask = ((size_t)1 << VERDICT_LOG2) - 1;
+  size_t mask = verdict_mask;
   size_t j = (size_t)(h >> 32) & mask;
   int v = 0;
   for (int probe = 0; probe < VERDICT_PROBES; probe++, j = (j + 1) & mask) {
@@ -760,7 +826,8 @@ static struct caml_memprof_sorted *list_and_sort_sites(size_t *n)
   for (struct chunk *c = chunks_first; ok && c != NULL; c = c->next) {
     for (size_t at = 0; ok && at < c->used;) {
       struct site *s = next_record(c, &at);
-      ok = caml_memprof_sorting_add(so, s->slots, s->nslots, s->count);
+      ok = caml_memprof_sorting_add(so, s->slots, s->nslots, s->count,
+                                    atomic_load_relaxed(&s->cut) != 0);
     }
   }
   caml_plat_unlock(&sites_lock);
@@ -873,13 +940,26 @@ void caml_memprof_tracker_start(void)
   }
   if (argv_copy == NULL) argc_copy = 0;
 
-  if (env->stacks_at_site) {
-    verdicts = calloc((size_t)1 << VERDICT_LOG2, sizeof *verdicts);
+#ifdef NATIVE_CODE
+  bool budget = !env->stacks_at_site;
+#else
+  bool budget = false;                  /* design 9 */
+#endif
+  if (env->stacks_at_site || budget) {
+    unsigned log2 = budget ? VERDICT_LOG2_BUDGET : VERDICT_LOG2_SITE;
+    verdicts = calloc((size_t)1 << log2, sizeof *verdicts);
     if (verdicts == NULL) {
-      fprintf(stderr, "%s: out of memory for stacks=site\n",
+      fprintf(stderr, "%s: out of memory for the stacks' verdicts\n",
               CAML_MEMPROF_ENV_VAR);
       exit(2);
     }
+    verdict_mask = ((size_t)1 << log2) - 1;
+  }
+  if (budget) {
+    stackmem = env->stackmem;
+    cut_past_budget = true;
+  }
+  if (env->stacks_at_site) {
     cut_at_site = true;
 #ifdef NATIVE_CODE
     caml_collect_frame_descrs_stop = stop_at_site;

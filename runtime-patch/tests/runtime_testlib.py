@@ -101,7 +101,8 @@ def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None,
     return res
 
 
-def profile(exe, *args, rate, seed=1, frames=16, live=None, tmp, name="p.json", **kw):
+def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None, tmp,
+            name="p.json", **kw):
     """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""
     out = tmp / name
     spec = f"rate={rate},frames={frames},out={out}"
@@ -109,6 +110,8 @@ def profile(exe, *args, rate, seed=1, frames=16, live=None, tmp, name="p.json", 
         spec += f",seed={seed}"
     if live is not None:
         spec += f",live={live}"
+    if stackmem is not None:
+        spec += f",stackmem={stackmem}"
     res = run(exe, *args, memprof=spec, **kw)
     raw = out.read_bytes()
     return read_profile(raw), raw, res

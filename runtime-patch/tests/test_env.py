@@ -55,13 +55,16 @@ BAD = [
     ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"),
     ("stacks", ""), ("stacks", "Site"), ("stacks", "sites"), ("stacks", "site "),
     ("stacks", "1"), ("stacks", "full\x1b"),
+    ("stackmem", ""), ("stackmem", "k"), ("stackmem", "512K"), ("stackmem", "512kB"),
+    ("stackmem", "-1"), ("stackmem", "1.5M"), ("stackmem", " 1M"), ("stackmem", "1T"),
+    ("stackmem", "1099511627777"), ("stackmem", "1025G"), ("stackmem", "0x100"),
 ]
 
 
 @pytest.mark.parametrize("key,value", BAD)
 def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
-    if key in ("frames", "out", "live", "trace", "stacks"):
+    if key in ("frames", "out", "live", "trace", "stacks", "stackmem"):
         spec = f"rate=0.01,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
@@ -96,6 +99,7 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("live=gc", "'gc' for key 'live': has no effect without rate"),
     ("trace=t.ctf", "'t.ctf' for key 'trace': has no effect without rate"),
     ("stacks=site", "'site' for key 'stacks': has no effect without rate"),
+    ("stackmem=1M", "'1M' for key 'stackmem': has no effect without rate"),
     ("rate=1,stacks=site,stacks=site", "twice"),
     ("rate=0.1,trace=a.ctf,trace=a.ctf", "twice"),
     ("rate=0.1,out=a,b.json", "'b.json': expected key=value"),
@@ -171,6 +175,21 @@ def test_stacks_key_is_recorded(build, tmp_path, spec, recorded):
     assert res.stdout == "hello\n" and res.stderr == ""
     prof = json.loads((tmp_path / "p.json").read_bytes())
     assert prof["config"].get("stacks") == recorded
+
+
+@pytest.mark.parametrize("spec,recorded", [
+    ("rate=1,out=p.json", 256 << 10),
+    ("rate=1,stackmem=0,out=p.json", 0),
+    ("rate=1,stackmem=3k,out=p.json", 3 << 10),
+    ("rate=1,stackmem=2M,out=p.json", 2 << 20),
+    ("rate=1,stackmem=1024G,out=p.json", 1 << 40),
+    ("rate=1,stackmem=1099511627776,out=p.json", 1 << 40),
+])
+def test_stackmem_is_recorded(build, tmp_path, spec, recorded):
+    res = run(build("hello"), memprof=spec, cwd=tmp_path)
+    assert res.stdout == "hello\n" and res.stderr == ""
+    prof = json.loads((tmp_path / "p.json").read_bytes())
+    assert prof["config"]["stackmem"] == recorded
 
 
 def test_bytecode_rejects_too(build):

@@ -21,6 +21,8 @@ sys.path.insert(0, str(ROOT / "harness"))
 from memprof_ci import ctf  # noqa: E402
 from memprof_ci.ctf_profile import load_ctf  # noqa: E402
 from memprof_ci.profile import COUNT_KEYS, PEAK_KEY  # noqa: E402
+from memprof_ci.sites import GROUPINGS  # noqa: E402
+from test_stacks_site import site_table  # noqa: E402
 
 # A single domain's trace gives the profile's peak too; several domains'
 # traces order their events by packet (format document, "The peak").
@@ -58,13 +60,29 @@ def test_trace_counts_equal_the_profile(build, tmp_path, backend):
 
 
 def test_deep_stacks_use_predictions(build, tmp_path):
-    prof, tr = both(build("trace_mix"), tmp_path, spec="rate=1e-3,seed=2,frames=4096")
+    prof, tr = both(build("trace_mix"), tmp_path,
+                    spec="rate=1e-3,seed=2,frames=4096,stackmem=1G")
     assert tr.totals == counts(prof["totals"])
     assert by_frames(tr.stacks) == by_frames(prof["stacks"])
     assert max(len(st["frames"]) for st in tr.stacks) > 300
     # 300 frames of `deep` cost a few bytes per alloc, not 2 per frame.
     size = (tmp_path / "t.ctf").stat().st_size
     assert size < 40 * tr.totals["blocks"]
+
+
+def test_past_the_budget_the_trace_keeps_whole_stacks_and_the_same_sites(build, tmp_path):
+    """The profile's stack budget (stackmem=) cuts new stacks to their
+    sites' slots; the trace, streamed, keeps them whole: the two agree on
+    every total and on the harness's site table, and the profile's cut
+    lines sum the trace's stacks that they stand for."""
+    prof, tr = both(build("trace_mix"), tmp_path,
+                    spec="rate=1e-3,seed=2,frames=4096,stackmem=0")
+    assert any(st.get("cut") for st in prof["stacks"])
+    assert tr.totals == counts(prof["totals"])
+    assert by_frames(tr.stacks) != by_frames(prof["stacks"])
+    for grouping in GROUPINGS:
+        assert site_table(tr.stacks, grouping, ONE_DOMAIN) == \
+            site_table(prof["stacks"], grouping, ONE_DOMAIN), grouping
 
 
 def test_domains_have_their_own_streams(build, tmp_path):

@@ -121,16 +121,16 @@ def test_stack_lines_leave_zero_counts_out(build, tmp_path):
 @pytest.mark.parametrize("backend", ["native", "bytecode"])
 def test_a_stack_per_sample_profile_is_whole_and_in_order(build, tmp_path, backend):
     """Tens of thousands of distinct stacks, as in programs that recurse
-    through their data: the exit sorts them beside the heap walk and, in
-    native code, renders the lines in two halves on two threads. Every
-    sampled word is in exactly one line (the totals are the lines' sums
-    and each leaf's 2-word block is counted once), and the lines are in
-    strictly increasing order of their frame indices, which are ranks in
-    the frame table's text order: no line lost, repeated or misplaced at
-    the halves' seam."""
+    through their data, kept whole (a budget above them): the exit sorts
+    them beside the heap walk and, in native code, renders the lines in
+    blocks taken in turn by two threads. Every sampled word is in exactly
+    one line (the totals are the lines' sums and each leaf's 2-word block
+    is counted once), and the lines are in strictly increasing order of
+    their frame indices, which are ranks in the frame table's text order:
+    no line lost, repeated or misplaced at the blocks' seams."""
     leaves, depth = 20_000, 14
     exe = build("many_stacks", backend=backend)
-    prof, raw, _ = profile(exe, leaves, depth, rate=1, tmp=tmp_path)
+    prof, raw, _ = profile(exe, leaves, depth, rate=1, stackmem="1G", tmp=tmp_path)
     check_valid(prof)
     doc = json.loads(raw)
     keys = [st["frames"] for st in doc["stacks"]]

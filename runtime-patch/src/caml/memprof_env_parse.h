@@ -20,6 +20,7 @@
 #define CAML_MEMPROF_DEFAULT_FRAMES 16
 #define CAML_MEMPROF_MAX_FRAMES 4096
 #define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
+#define CAML_MEMPROF_DEFAULT_STACKMEM ((uint64_t)256 << 10)
 
 /* Room for any error message: the parser shows at most
  * CAML_MEMPROF_ENV_ECHO_MAX characters of each piece of the setting it
@@ -39,6 +40,7 @@ struct caml_memprof_env {
   bool live_by_gc;      /* live=gc: major cycles decide live at exit */
   bool stacks_at_site;  /* stacks=site: each callstack is cut after its
                            innermost slot outside the standard library */
+  uint64_t stackmem;    /* bytes of whole stacks kept (stackmem=) */
 };
 
 /* The defaults: no seed, no tracking. */

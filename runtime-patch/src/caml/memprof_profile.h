@@ -66,13 +66,14 @@ struct caml_memprof_sorted;
 struct caml_memprof_sorting *
 caml_memprof_sorting_start(size_t nstacks, size_t nslots);
 
-/* Give one stack: its slots (innermost first) and its counters
+/* Give one stack: its slots (innermost first), its counters
  * (CAML_MEMPROF_N_COUNTS of them; COUNT_SAMPLES is not read), which
- * must outlive the result; only the slots are read here. False when
- * out of memory, which fails the sorting. */
+ * must outlive the result, and whether it was cut past the stack
+ * budget (its line then says "cut"); only the slots are read here.
+ * False when out of memory, which fails the sorting. */
 bool caml_memprof_sorting_add(struct caml_memprof_sorting *s,
                               const backtrace_slot *slots, size_t nslots,
-                              const atomic_uintnat *count);
+                              const atomic_uintnat *count, bool cut);
 
 /* Rank the frames and sort the stacks given; frees `s`. NULL when out
  * of memory (or `s` is NULL). */
