@@ -31,6 +31,10 @@ One module per job, each stating its own invariants:
     plot_svg      overhead.svg
     cli           options, the run, --reanalyse, writing the three outputs
 
+Beside the study, two scripts measure one program at one rate: pairs.py
+(paired wall and CPU time) and counts.py (the overhead check's counted
+runs); script_args checks the command line they share.
+
 Invariants of the whole study:
 
 * Overhead = median(on) / median(off) - 1 over the timed runs of one

@@ -21,10 +21,11 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "harness"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
 from memprof_ci import counted  # noqa: E402
 from memprof_ci.runner import memprof_env_value  # noqa: E402
+from overhead import script_args  # noqa: E402
 
 
 def _side(argv: list, on: bool, rate: float, runs: int, threads: bool) -> list:
@@ -49,20 +50,10 @@ def _line(name: str, evs: list) -> str:
 def main(args: list) -> int:
     threads = "--threads" in args
     args = [a for a in args if a != "--threads"]
-    if len(args) != 4:
-        print("counts.py: usage: counts.py PROGRAM 'ARGS' RATE RUNS [--threads]",
-              file=sys.stderr)
+    a = script_args.parse("counts.py", args, "RUNS", 100, " [--threads]")
+    if a is None:
         return 2
-    exe, prog_args, rate_s, runs_s = args
-    try:
-        rate, runs = float(rate_s), int(runs_s)
-    except ValueError:
-        print(f"counts.py: RATE {rate_s!r} or RUNS {runs_s!r} is not a number", file=sys.stderr)
-        return 2
-    if not (0 < rate <= 1) or not (1 <= runs <= 100):
-        print("counts.py: RATE must be in (0, 1] and RUNS in 1..100", file=sys.stderr)
-        return 2
-    argv = [exe, *prog_args.split()]
+    exe, prog_args, rate_s, rate, runs, argv = a
     try:
         off = _side(argv, False, rate, runs, threads)
         on = _side(argv, True, rate, runs, threads)

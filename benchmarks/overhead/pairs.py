@@ -28,11 +28,12 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "harness"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
 from memprof_ci.errors import InfraError  # noqa: E402
 from memprof_ci.overhead_rss import peak_kb  # noqa: E402
 from memprof_ci.stats import paired_overhead_interval  # noqa: E402
+from overhead import script_args  # noqa: E402
 
 
 def _run(argv: list[str], env: dict) -> tuple[float, float, float]:
@@ -54,19 +55,10 @@ def _summary(on: list[float], off: list[float]) -> str:
 
 
 def main(args: list[str]) -> int:
-    if len(args) != 4:
-        print("pairs.py: usage: pairs.py PROGRAM 'ARGS' RATE PAIRS", file=sys.stderr)
+    a = script_args.parse("pairs.py", args, "PAIRS", 1000)
+    if a is None:
         return 2
-    exe, prog_args, rate_s, pairs_s = args
-    try:
-        rate, pairs = float(rate_s), int(pairs_s)
-    except ValueError:
-        print(f"pairs.py: RATE {rate_s!r} or PAIRS {pairs_s!r} is not a number", file=sys.stderr)
-        return 2
-    if not (0 < rate <= 1) or not (1 <= pairs <= 1000):
-        print("pairs.py: RATE must be in (0, 1] and PAIRS in 1..1000", file=sys.stderr)
-        return 2
-    argv = [exe] + prog_args.split()
+    exe, prog_args, rate_s, _, pairs, argv = a
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     runs: dict = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
