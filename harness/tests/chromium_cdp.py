@@ -1,4 +1,5 @@
-"""Headless Chromium driven over the DevTools protocol, for the report.html tests.
+"""Headless Chromium driven over the DevTools protocol, for the tests of
+report.html and of the view command's pages.
 
 Debian's `chromium` is started headless with a fresh profile, no network
 services and --remote-debugging-port=0; the port is read from the profile's
@@ -7,6 +8,13 @@ DevToolsActivePort file and one page is driven through python3-websocket
 installs both).  Every console error, uncaught exception and error log entry
 (a Content-Security-Policy violation, a failed load) is collected in
 `Browser.errors`.
+
+For the tests that pin what a reader sees first: opened() shows a page on
+a VIEW_W x VIEW_H (1400 x 900) screen, rect() reads an element's bounding
+rectangle from the DOM, and keep() writes a screenshot (the first screen,
+the whole page, or the screen starting at an element) to
+$MEMPROF_CI_SCREENSHOT_DIR, or else to _build/test-artifacts/report-html/,
+and prints its path.
 
 Invariants: only 127.0.0.1 is contacted; every wait is bounded (TIMEOUT
 seconds, a failure, never a pass); the browser process and its profile
@@ -24,6 +32,8 @@ import time
 import urllib.request
 
 import pytest
+
+from harness_testlib import REPO
 
 TIMEOUT = 60
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -190,3 +200,59 @@ def check_screenshot(shot, name):
     if keep:
         os.makedirs(keep, exist_ok=True)
         os.replace(shot, os.path.join(keep, name))
+
+
+# A reviewer's screen, for the tests that pin what the first screen shows.
+VIEW_W, VIEW_H = 1400, 900
+
+
+def artifacts_dir():
+    """Where keep() writes: $MEMPROF_CI_SCREENSHOT_DIR, or else
+    _build/test-artifacts/report-html/ under the repository."""
+    d = os.environ.get("MEMPROF_CI_SCREENSHOT_DIR") or os.path.join(
+        REPO, "_build", "test-artifacts", "report-html")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def keep(br, name, full=False, at=None):
+    """A screenshot of the first screen, the whole page, or the screen
+    that starts with the element `at`."""
+    path = os.path.join(artifacts_dir(), name)
+    if at:
+        br.eval(f"document.querySelector({json.dumps(at)}).scrollIntoView()")
+    if full:     # the whole page, 1400 px wide like the screen
+        height = br.eval("document.documentElement.scrollHeight")
+        data = br.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                       clip={"x": 0, "y": 0, "width": VIEW_W, "height": height, "scale": 1})
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(data["data"]))
+    else:
+        br.screen(path)
+    assert os.path.getsize(path) > 10_000, path   # a blank page is a few KB
+    print(f"screenshot: {path}")
+    return path
+
+
+def opened(page):
+    """A Browser showing `page` (report.html or a view page) on a
+    VIEW_W x VIEW_H screen, once its script has marked the body ready."""
+    br = Browser(VIEW_W, VIEW_H)
+    try:
+        br.viewport(VIEW_W, VIEW_H)
+        br.open(str(page))
+        assert br.eval("document.body.getAttribute('data-ready')") == "1"
+        assert br.eval("window.innerWidth") == VIEW_W
+    except BaseException:
+        br.close()
+        raise
+    return br
+
+
+def rect(br, selector):
+    """The bounding rectangle of the first element matching `selector`, in
+    CSS pixels of the viewport, or None when there is none."""
+    return br.eval(f"(function(){{var e=document.querySelector({json.dumps(selector)});"
+                   "if(!e)return null;var r=e.getBoundingClientRect();"
+                   "return {top:r.top,bottom:r.bottom,left:r.left,right:r.right,"
+                   "width:r.width,height:r.height};})()")

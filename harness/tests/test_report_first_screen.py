@@ -25,15 +25,14 @@ else to _build/test-artifacts/report-html/ under the repository, and their
 paths printed.
 """
 
-import base64
 import json
 import os
 
 import pytest
 
-from harness_testlib import REPO, check, project, update, write_json
+from chromium_cdp import VIEW_H, VIEW_W, keep, opened, rect
+from harness_testlib import check, project, update, write_json
 
-VIEW_W, VIEW_H = 1400, 900
 SITE = "Re__Automata.State.create @ re/automata.ml"
 DECREASED = "App__Buffer_pool.alloc_chunk @ src/buffer_pool.ml"
 
@@ -86,53 +85,6 @@ def page(tmp_path_factory):
     assert status[("alloc", SITE)] == "regression", status
     assert status[("alloc", DECREASED)] == status[("peak", DECREASED)] == "improvement"
     return d / "rep" / "report.html"
-
-
-def artifacts_dir():
-    d = os.environ.get("MEMPROF_CI_SCREENSHOT_DIR") or os.path.join(
-        REPO, "_build", "test-artifacts", "report-html")
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def keep(br, name, full=False, at=None):
-    """A screenshot of the first screen, the whole page, or the screen
-    that starts with the element `at`."""
-    path = os.path.join(artifacts_dir(), name)
-    if at:
-        br.eval(f"document.querySelector({json.dumps(at)}).scrollIntoView()")
-    if full:     # the whole page, 1400 px wide like the screen
-        height = br.eval("document.documentElement.scrollHeight")
-        data = br.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                       clip={"x": 0, "y": 0, "width": VIEW_W, "height": height, "scale": 1})
-        with open(path, "wb") as fh:
-            fh.write(base64.b64decode(data["data"]))
-    else:
-        br.screen(path)
-    assert os.path.getsize(path) > 10_000, path   # a blank page is a few KB
-    print(f"screenshot: {path}")
-    return path
-
-
-def opened(page):
-    from chromium_cdp import Browser
-    br = Browser(VIEW_W, VIEW_H)
-    try:
-        br.viewport(VIEW_W, VIEW_H)
-        br.open(str(page))
-        assert br.eval("document.body.getAttribute('data-ready')") == "1"
-        assert br.eval("window.innerWidth") == VIEW_W
-    except BaseException:
-        br.close()
-        raise
-    return br
-
-
-def rect(br, selector):
-    return br.eval(f"(function(){{var e=document.querySelector({json.dumps(selector)});"
-                   "if(!e)return null;var r=e.getBoundingClientRect();"
-                   "return {top:r.top,bottom:r.bottom,left:r.left,right:r.right,"
-                   "width:r.width,height:r.height};})()")
 
 
 def test_first_screen_shows_verdict_regressed_sites_and_the_worst_sites_graph(page):

@@ -19,7 +19,8 @@ profile and a trace.  Pinned:
 5. Bad input or output gives exit 2 and one line naming the file, writes
    nothing and leaves a planted symlink and its target alone.
 
-Screenshots are kept like test_report_first_screen.py's (view-*.png).
+Screenshots (view-*.png) are kept by chromium_cdp.keep, beside
+test_report_first_screen.py's.
 """
 
 import json
@@ -30,8 +31,8 @@ import subprocess
 
 import pytest
 
+from chromium_cdp import VIEW_H, keep, opened, rect
 from harness_testlib import HERE, REPO, make_profile, no_traceback, run_cli, write_json
-from test_report_first_screen import VIEW_H, keep, opened, rect
 
 from memprof_ci import view
 from memprof_ci.report_assets import CSP_META, CSS, JS
