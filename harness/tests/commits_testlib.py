@@ -1,54 +1,27 @@
 """Real git repositories of a small OCaml program, for the tests of
 `check --against`, `bisect` and `history`.
 
-The program has three allocation sites (make_lists, make_arrays, retain);
-`arrays` sets the length of make_arrays' arrays (16: the base program).
-Its manifest's `build` is ./build.sh, which compiles it with the `ocamlopt`
-first on PATH (path_env() puts the patched one there, and keeps the
-dithered runs of the GC's schedule that update-baselines records by
-default: a commit built in another directory moves this small program's
-top_heap_words by a heap chunk) and, when
-MEMPROF_TEST_BUILDS names a file, appends a line to it, so a test counts
-builds.
+The program is data/e2e/alloc_base.ml, test_e2e_runtime's base program,
+with three allocation sites (make_lists, make_arrays, retain); `arrays`
+sets the length of make_arrays' arrays (16: the base program) and `extra`
+adds iterations of make_arrays.
+Its manifest is RUN_MANIFEST (the defaults and the benchmark, which
+test_e2e_runtime shares) with a `build`, ./build.sh, which compiles it with
+the `ocamlopt` first on PATH (path_env() puts the patched one there, and
+keeps the dithered runs of the GC's schedule that update-baselines records
+by default: a commit built in another directory moves this small program's
+top_heap_words by a heap chunk) and, when MEMPROF_TEST_BUILDS names a file,
+appends a line to it, so a test counts builds.
 """
 
 import os
 import subprocess
 
 import pytest
-from harness_testlib import REPO
+from harness_testlib import HERE, REPO
 
 RUNTIME_BIN = os.path.join(REPO, "_build", "runtime", "bin")
-
-PROGRAM = """\
-(* {comment} *)
-let keep = ref [||]
-
-let make_lists n =
-  let acc = ref 0 in
-  for i = 1 to n do
-    let l = List.init 10 (fun j -> i + j) in
-    acc := !acc + List.length (Sys.opaque_identity l)
-  done;
-  !acc
-
-let make_arrays n =
-  let acc = ref 0 in
-  for i = 1 to n do
-    let a = Array.make {arrays} i in
-    acc := !acc + Array.length (Sys.opaque_identity a)
-  done;
-  !acc
-
-let retain n = keep := Array.init n (fun i -> Sys.opaque_identity (ref i))
-
-let () =
-  let k = 200_000 in
-  let a = make_lists k in
-  let b = make_arrays (k + {extra}) in
-  retain 20_000;
-  Printf.printf "%d %d %d\\n" a b (Array.length !keep)
-"""
+BASE_PROGRAM = os.path.join(HERE, "data", "e2e", "alloc_base.ml")
 
 BUILD_SH = """\
 #!/bin/sh
@@ -57,9 +30,9 @@ if [ -n "$MEMPROF_TEST_BUILDS" ]; then echo "$(git rev-parse HEAD)" >> "$MEMPROF
 ocamlopt -g -o alloc.exe alloc.ml
 """
 
-MANIFEST = """\
-build = ["sh", "./build.sh"]
-
+# The program's defaults and benchmark, without a build: test_e2e_runtime
+# builds the program itself before each run.
+RUN_MANIFEST = """\
 [defaults]
 mode = "sampled"   # "auto" would choose by timing a run (test_exactplan.py)
 rate = 1e-3
@@ -71,6 +44,8 @@ timeout = 60
 name = "alloc"
 command = ["./alloc.exe"]
 """
+
+MANIFEST = 'build = ["sh", "./build.sh"]\n\n' + RUN_MANIFEST
 
 
 def need_runtime():
@@ -94,10 +69,23 @@ def git(repo, *args) -> str:
     return r.stdout.strip()
 
 
+def program(arrays=16, comment="base", extra=0) -> str:
+    """data/e2e/alloc_base.ml (test_e2e_runtime's base program) with its
+    first-line comment replaced by `comment`, `arrays` as make_arrays' array
+    length and `extra` more iterations of make_arrays (3000: about +0.5% of
+    all allocation).  Each edited line must occur once in the file."""
+    with open(BASE_PROGRAM) as fh:
+        first, text = fh.read().split("\n", 1)
+    for old, new in (("Array.make 16 i", f"Array.make {arrays} i"),
+                     ("make_arrays k in", f"make_arrays (k + {extra}) in")):
+        assert text.count(old) == 1, f"{BASE_PROGRAM}: {old!r} is not there once"
+        text = text.replace(old, new)
+    assert first.startswith("(*") and first.endswith("*)"), BASE_PROGRAM
+    return f"(* {comment} *)\n{text}"
+
+
 def write_program(repo, arrays=16, comment="base", extra=0):
-    """`extra` more iterations of make_arrays (3000: about +0.5% of all
-    allocation)."""
-    (repo / "alloc.ml").write_text(PROGRAM.format(arrays=arrays, comment=comment, extra=extra))
+    (repo / "alloc.ml").write_text(program(arrays, comment, extra))
 
 
 def commit_all(repo, message) -> str:

@@ -13,23 +13,11 @@ import shutil
 import subprocess
 
 import pytest
+from commits_testlib import RUN_MANIFEST as MANIFEST
 from harness_testlib import HERE, REPO, run_cli
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 DATA = os.path.join(HERE, "data", "e2e")
-
-MANIFEST = """\
-[defaults]
-mode = "sampled"
-rate = 1e-3
-seeds = [1, 2, 3]
-frames = 32
-timeout = 60
-
-[[benchmark]]
-name = "alloc"
-command = ["./alloc.exe"]
-"""
 
 
 def build(work, source):
