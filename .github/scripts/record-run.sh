@@ -38,41 +38,19 @@ usage() {
 }
 die() { echo "record-run: $*" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=data-branch-opts.sh
+. "$here/data-branch-opts.sh"
 
 commit=
 measured=
 report=
-repo=.
-remote=origin
-branch=memprof-ci-data
-runs_path=runs
 attempts=5
 accepted=
-while [ "$#" -gt 0 ]; do
-  case "$1" in
-    --commit|--measured|--report|--repo|--remote|--branch|--runs-path|--attempts|--accepted-baselines)
-      [ "$#" -ge 2 ] || usage
-      case "$1" in
-        --commit) commit=$2 ;;
-        --measured) measured=$2 ;;
-        --report) report=$2 ;;
-        --repo) repo=$2 ;;
-        --remote) remote=$2 ;;
-        --branch) branch=$2 ;;
-        --runs-path) runs_path=${2%/} ;;
-        --attempts) attempts=$2 ;;
-        --accepted-baselines) accepted=$2 ;;
-      esac
-      shift 2 ;;
-    *) echo "record-run: unexpected argument '$1'" >&2; usage ;;
-  esac
-done
+value_opts record-run --commit=commit --measured=measured --report=report --repo=repo \
+  --remote=remote --branch=branch --runs-path=runs_path --attempts=attempts \
+  --accepted-baselines=accepted -- "$@"
 if [ -z "$commit" ] || [ -z "$measured" ]; then usage; fi
 [[ "$commit" =~ ^[0-9a-f]{40}([0-9a-f]{24})?$ ]] || die "--commit must be a full commit id"
-if ! [[ "$runs_path" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$ ]] || [[ "/$runs_path/" == */../* ]]; then
-  die "--runs-path '$runs_path' is not a plain relative path"
-fi
-git check-ref-format --branch "$branch" >/dev/null 2>&1 || die "--branch '$branch' is not a branch name"
 [[ "$attempts" =~ ^[1-9][0-9]?$ ]] || die "--attempts must be in [1, 99]"
 [ -d "$measured" ] || die "--measured $measured: not a directory"
 measured=$(cd "$measured" && pwd)
@@ -80,7 +58,7 @@ if [ -n "$report" ]; then
   [ -f "$report" ] || die "--report $report: not a file"
   report="$(cd "$(dirname "$report")" && pwd)/$(basename "$report")"
 fi
-repo=$(cd "$repo" && git rev-parse --show-toplevel) || die "--repo: not a git work tree"
+check_data_branch_opts
 git -C "$repo" cat-file -e "$commit^{commit}" 2>/dev/null || die "commit $commit is not in $repo"
 
 # shellcheck source=harness-cmd.sh

@@ -24,35 +24,15 @@ usage() {
 }
 die() { echo "render-history: $*" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=data-branch-opts.sh
+. "$here/data-branch-opts.sh"
 
 out=
-repo=.
-remote=origin
-branch=memprof-ci-data
-runs_path=runs
 commit_url=
-while [ "$#" -gt 0 ]; do
-  case "$1" in
-    --out|--repo|--remote|--branch|--runs-path|--commit-url)
-      [ "$#" -ge 2 ] || usage
-      case "$1" in
-        --out) out=$2 ;;
-        --repo) repo=$2 ;;
-        --remote) remote=$2 ;;
-        --branch) branch=$2 ;;
-        --runs-path) runs_path=${2%/} ;;
-        --commit-url) commit_url=$2 ;;
-      esac
-      shift 2 ;;
-    *) echo "render-history: unexpected argument '$1'" >&2; usage ;;
-  esac
-done
+value_opts render-history --out=out --repo=repo --remote=remote --branch=branch \
+  --runs-path=runs_path --commit-url=commit_url -- "$@"
 [ -n "$out" ] || usage
-if ! [[ "$runs_path" =~ ^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$ ]] || [[ "/$runs_path/" == */../* ]]; then
-  die "--runs-path '$runs_path' is not a plain relative path"
-fi
-git check-ref-format --branch "$branch" >/dev/null 2>&1 || die "--branch '$branch' is not a branch name"
-repo=$(cd "$repo" && git rev-parse --show-toplevel) || die "--repo: not a git work tree"
+check_data_branch_opts
 
 # shellcheck source=harness-cmd.sh
 . "$here/harness-cmd.sh"

@@ -340,13 +340,17 @@ def test_reference_find_refuses_bad_paths(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
 
 
-@pytest.mark.parametrize("argv", [
-    [], ["--out", "h.html", "--runs-path", "../x"], ["--out", "h.html", "--branch", "bad..name"],
-    ["--out", "h.html"]], ids=["no-out", "runs-path", "branch", "no-data-branch"])
-def test_render_history_refuses_in_one_line(gh, tmp_path, argv):
+@pytest.mark.parametrize("argv,says", [
+    ([], "usage: "), (["--out", "h.html", "--runs-path", "../x"], "--runs-path '../x'"),
+    (["--out", "h.html", "--branch", "bad..name"], "--branch 'bad..name'"),
+    (["--out", "h.html"], "cannot fetch the data branch")],
+    ids=["no-out", "runs-path", "branch", "no-data-branch"])
+def test_render_history_refuses_in_one_line(gh, tmp_path, argv, says):
     """render-history.sh: bad arguments, or an origin with no data branch
-    yet, are one line and exit 2, and no page is written."""
+    yet, are one line naming what is wrong and exit 2, and no page is
+    written."""
     r, origin = gh
     proc = run([str(SCRIPTS / "render-history.sh"), *argv], cwd=r)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and not (r / "h.html").exists(), proc.stderr
+    assert says in proc.stderr, proc.stderr
