@@ -52,6 +52,18 @@ def write(repo, rel, text):
     return p
 
 
+def committed_repo(path, files, message):
+    """A new git repository at `path` (created) whose branch main has one
+    commit of `files` ({relative path: text}); returns the commit's id."""
+    pathlib.Path(path).mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    for rel, text in files.items():
+        write(path, rel, text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return git(path, "rev-parse", "HEAD")
+
+
 # ---------------------------------------------------------------- workflow expressions
 
 _STATUS_FUNCS = ("success", "failure", "cancelled", "always")

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from ghci_helpers import GIT_ENV, SCRIPTS, git, run, write
+from ghci_helpers import GIT_ENV, SCRIPTS, committed_repo, git, run, write
 
 BASE_BASELINES = str(SCRIPTS / "base-baselines.sh")
 
@@ -21,15 +21,10 @@ def repo(tmp_path):
     """main: baselines/{alloc.json,deep.json}, bench/baselines/deep.json and
     src; returns (path, base_sha)."""
     r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    write(r, "baselines/alloc.json", '{"minor_words": 100}\n')
-    write(r, "baselines/deep.json", '{"major_words": 5}\n')
-    write(r, "bench/baselines/deep.json", '{"major_words": 6}\n')
-    write(r, "src/main.ml", "let () = ()\n")
-    git(r, "add", "-A")
-    git(r, "commit", "-q", "-m", "base")
-    return r, git(r, "rev-parse", "HEAD")
+    return r, committed_repo(r, {"baselines/alloc.json": '{"minor_words": 100}\n',
+                                 "baselines/deep.json": '{"major_words": 5}\n',
+                                 "bench/baselines/deep.json": '{"major_words": 6}\n',
+                                 "src/main.ml": "let () = ()\n"}, "base")
 
 
 def test_extracts_base_baselines_exactly(repo, tmp_path):
@@ -45,11 +40,7 @@ def test_extracts_base_baselines_exactly(repo, tmp_path):
 
 def test_base_without_baselines_gives_empty_dir(tmp_path):
     r = tmp_path / "r"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    write(r, "README", "x\n")
-    git(r, "add", "-A")
-    git(r, "commit", "-q", "-m", "c")
+    committed_repo(r, {"README": "x\n"}, "c")
     out = tmp_path / "out"
     proc = run([BASE_BASELINES, "HEAD", str(out)], cwd=r)
     assert proc.returncode == 0, proc.stderr

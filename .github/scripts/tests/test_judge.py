@@ -19,8 +19,8 @@ import shutil
 
 import pytest
 
-from ghci_helpers import (PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, git, load_workflow, run, run_step,
-                          workflow_commands, workflow_step, write)
+from ghci_helpers import (PYTHON, REPO_ROOT, SCRIPTS, WORKFLOWS, committed_repo, git, load_workflow,
+                          run, run_step, workflow_commands, workflow_step, write)
 
 JUDGE = str(SCRIPTS / "judge.sh")
 PROFILE = str(SCRIPTS / "profile.sh")
@@ -453,12 +453,7 @@ def test_pr_without_manifest_is_an_error(repo, tmp_path):
 def test_base_without_manifest_uses_the_prs_settings_and_says_so(tmp_path):
     """The pull request that adds memprof-ci: nothing trusted exists yet."""
     r = tmp_path / "repo"
-    r.mkdir()
-    git(r, "init", "-q", "-b", "main")
-    write(r, "README", "x\n")
-    git(r, "add", "-A")
-    git(r, "commit", "-q", "-m", "c")
-    base = git(r, "rev-parse", "HEAD")
+    base = committed_repo(r, {"README": "x\n"}, "c")
 
     def change(rr):
         write(rr, MANIFEST, manifest_text())

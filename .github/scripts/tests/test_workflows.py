@@ -18,8 +18,8 @@ import shutil
 import pytest
 import yaml
 
-from ghci_helpers import (GIT_ENV, GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, evaluate, git, run,
-                          run_step, workflow_step)
+from ghci_helpers import (GIT_ENV, GITHUB_DIR, REPO_ROOT, SCRIPTS, WORKFLOWS, committed_repo, evaluate,
+                          git, run, run_step, workflow_step)
 
 WORKFLOW_FILES = sorted(WORKFLOWS.glob("*.yml"))
 SHELL_SCRIPTS = sorted(p for p in SCRIPTS.glob("*.sh"))
@@ -201,12 +201,7 @@ def test_record_step_commits_the_run_to_the_data_branch(tmp_path, wf_name, tools
     origin is a local bare one: runs/<commit>.json lands on the data branch."""
     ws = tmp_path / "ws"
     repo = ws / tested
-    repo.mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "README").write_text("x\n")
-    git(repo, "add", "README")
-    git(repo, "commit", "-q", "-m", "main")
-    sha = git(repo, "rev-parse", "HEAD")
+    sha = committed_repo(repo, {"README": "x\n"}, "main")
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", str(origin))
     git(repo, "remote", "add", "origin", str(origin))
