@@ -112,13 +112,19 @@ class CheckItem(pytest.Item):
         return base
 
 
-class _SitesItem(CheckItem):
-    key = ""
+class _AgainstBaselineItem(CheckItem):
+    """A check of the run's profiles against the baseline: with a baseline,
+    setup runs the benchmark and decides the site rows of every selected
+    benchmark (Context.family), so that a failed run is an error of setup."""
 
     def setup(self):
         if self.ctx.baseline(self.bench) is not None:
             self.ctx.profiles(self.bench)
             self.ctx.family()
+
+
+class _SitesItem(_AgainstBaselineItem):
+    key = ""
 
     def runtest(self):
         self.need_baseline()
@@ -149,13 +155,8 @@ class PeakItem(_SitesItem):
         super().runtest()
 
 
-class GcTotalsItem(CheckItem):
+class GcTotalsItem(_AgainstBaselineItem):
     check = "gc_totals"
-
-    def setup(self):
-        if self.ctx.baseline(self.bench) is not None:
-            self.ctx.profiles(self.bench)
-            self.ctx.family()
 
     def runtest(self):
         self.need_baseline()
