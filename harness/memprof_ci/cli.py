@@ -67,7 +67,9 @@ def main(argv=None) -> int:
     try:
         if args.cmd in ("check", "update-baselines", "profile"):
             return cmd_run(args)
-        return COMMANDS[args.cmd](args)
+        # Looked up by name at each call, so that a command replaced on the
+        # module (the tests' internal-error checks) is the one that runs.
+        return globals()[COMMANDS[args.cmd]](args)
     except MemprofError as e:
         _err(str(e))
         return EXIT_ERROR
@@ -484,9 +486,8 @@ def cmd_view(args) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"compare": cmd_compare, "merge": cmd_merge, "list": cmd_list, "plan": cmd_plan,
-            "init": cmd_init, "bisect": cmd_bisect, "record": cmd_record,
-            "history": cmd_history, "view": cmd_view}
+COMMANDS = {name: f"cmd_{name}" for name in (
+    "compare", "merge", "list", "plan", "init", "bisect", "record", "history", "view")}
 
 
 if __name__ == "__main__":
