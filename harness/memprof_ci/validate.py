@@ -138,13 +138,18 @@ def load_json(path: str, what: str, regular: bool = False):
     """Read and strictly decode a JSON file (regular=True: no symlinks)."""
     if regular:
         regular_file(path, what)
+    return loads(read_bytes(path, what), path, what)
+
+
+def read_bytes(path: str, what: str) -> bytes:
+    """A file's bytes; a missing, directory or unreadable file is one
+    InputError naming the path and `what` it should have been."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except FileNotFoundError:
         raise InputError(f"{path}: {what} not found") from None
     except IsADirectoryError:
         raise InputError(f"{path}: {what} is a directory, expected a file") from None
     except OSError as e:
         raise InputError(f"{path}: cannot read {what}: {e.strerror or e}") from None
-    return loads(data, path, what)

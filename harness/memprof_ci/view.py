@@ -143,15 +143,7 @@ def register_json_kind(fmt: str, loader: Callable) -> None:
 
 def load_view(path: str) -> View:
     """The View of one file; see the invariants."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory; name a file ({_expected()})") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    data = validate.read_bytes(path, f"input ({_expected()})")
     if data[:4] == ctf.MAGIC.to_bytes(4, "little"):
         return _trace_view(data, path)
     if not data.strip():

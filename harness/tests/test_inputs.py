@@ -118,35 +118,28 @@ def test_profile_version2_rejects(tmp_path, edit, msg):
     _assert_rejected(tmp_path, doc, msg)
 
 
-@pytest.mark.parametrize("value,ok", [
-    ("site", True), ("full", True), ("Site", False), (1, False), (None, False)])
-def test_profile_config_stacks(tmp_path, value, ok):
-    """config.stacks, written by a runtime that cut each stack at its site
-    (stacks=site), is read and kept; any other value than full or site is
-    refused in one line."""
+@pytest.mark.parametrize("key,value,kept,refusal", [
+    ("stacks", "site", "stacks_mode", None), ("stacks", "full", "stacks_mode", None),
+    ("stacks", "Site", None, "is neither full nor site"),
+    ("stacks", 1, None, "is neither full nor site"),
+    ("stacks", None, None, "is neither full nor site"),
+    ("stackmem", 524288, "stackmem", None), ("stackmem", 0, "stackmem", None),
+    ("stackmem", -1, None, "is not a non-negative integer"),
+    ("stackmem", "512k", None, "is not a non-negative integer"),
+    ("stackmem", 1.5, None, "is not a non-negative integer"),
+    ("stackmem", True, None, "is not a non-negative integer"),
+])
+def test_profile_config_stacks_and_stackmem(tmp_path, key, value, kept, refusal):
+    """config.stacks (stacks=site: each stack cut at its site) and
+    config.stackmem (the runtime's budget for whole stacks) are read and
+    kept; any other value is refused in one line naming the key."""
     doc = to_version3(make_profile(_TWO_STACKS))
-    doc["config"]["stacks"] = value
+    doc["config"][key] = value
     path = write_json(tmp_path / "p.json", doc)
-    if ok:
-        assert load_profile(path).stacks_mode == value
+    if refusal is None:
+        assert getattr(load_profile(path), kept) == value
     else:
-        with pytest.raises(InputError, match="config.stacks .* is neither full nor site") as e:
-            load_profile(path)
-        assert "\n" not in str(e.value)
-
-
-@pytest.mark.parametrize("value,ok", [
-    (524288, True), (0, True), (-1, False), ("512k", False), (1.5, False), (True, False)])
-def test_profile_config_stackmem(tmp_path, value, ok):
-    """config.stackmem, the runtime's budget for whole stacks, is read and
-    kept; anything but a count is refused in one line."""
-    doc = to_version3(make_profile(_TWO_STACKS))
-    doc["config"]["stackmem"] = value
-    path = write_json(tmp_path / "p.json", doc)
-    if ok:
-        assert load_profile(path).stackmem == value
-    else:
-        with pytest.raises(InputError, match="config.stackmem .* is not a non-negative") as e:
+        with pytest.raises(InputError, match=f"config.{key} .* {refusal}") as e:
             load_profile(path)
         assert "\n" not in str(e.value)
 
