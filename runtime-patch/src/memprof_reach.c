@@ -21,11 +21,14 @@
  *    have no fields to follow, and static (NOT_MARKABLE) blocks are
  *    not entered, as the GC does not enter them.
  * 3. The heap is never written: visited blocks are recorded in a side
- *    bitmap with one bit per heap word, one bitmap per 1 MiB region of
- *    address space, found through a small open addressing table keyed
- *    by region number (bdd 28's 18 MB heap spans 18 regions, so the
- *    table stays in the first-level cache and the bitmaps, 1/64 of the
- *    heap, in the second). The GC's own colours and the program's heap
+ *    bitmap with one bit per two heap words, one bitmap per 1 MiB region
+ *    of address space, found through a small open addressing table
+ *    keyed by region number (bdd 28's 18 MB heap spans 18 regions, so
+ *    the table stays in the first-level cache and the bitmaps, 1/128 of
+ *    the heap, in the second). Two words suffice, as only the bit of a
+ *    block's header is ever set or read: the smallest block off the
+ *    minor heap is a header and one field, so no two headers share a
+ *    pair of words. The GC's own colours and the program's heap
  *    are left as they were, so nothing needs undoing and a failure
  *    half-way (out of memory) only means falling back to the GC.
  * 4. The walk is exact only when nothing else can run or hide
@@ -66,14 +69,15 @@ atomic_uintnat caml_memprof_ephemerons_created = 0;
 #define Walk_inline Caml_inline
 #endif
 
-/**** Visited set: one bit per heap word, per 1 MiB region ****/
+/**** Visited set: one bit per two heap words, per 1 MiB region ****/
 
 #define REGION_SHIFT 20
-#define REGION_WORDS ((uintnat)1 << (REGION_SHIFT - 3))
+#define GRANULE_SHIFT 4                 /* two words */
+#define REGION_BITS ((uintnat)1 << (REGION_SHIFT - GRANULE_SHIFT))
 
 struct region {
   uintnat key;                        /* region number + 1; 0 = empty */
-  uint64_t *bits;                     /* REGION_WORDS bits */
+  uint64_t *bits;                     /* REGION_BITS bits */
 };
 
 struct walk {
@@ -129,7 +133,7 @@ static Caml_noinline uint64_t *region_add(struct walk *w, uintnat key)
     w->failed = true;
     return NULL;
   }
-  uint64_t *bits = calloc(REGION_WORDS / 64, sizeof *bits);
+  uint64_t *bits = calloc(REGION_BITS / 64, sizeof *bits);
   if (bits == NULL) { w->failed = true; return NULL; }
   struct region *r = region_find(w->regions, w->capacity, key);
   r->key = key;
@@ -162,9 +166,9 @@ Walk_inline uint64_t *region_bits(struct walk *w, uintnat key, bool add)
  * region's `bits`, and that bit in `*bit`. */
 Caml_inline uint64_t *bit_of(uint64_t *bits, uintnat hp, uint64_t *bit)
 {
-  uintnat word = (hp >> 3) & (REGION_WORDS - 1);
-  *bit = (uint64_t)1 << (word & 63);
-  return &bits[word >> 6];
+  uintnat granule = (hp >> GRANULE_SHIFT) & (REGION_BITS - 1);
+  *bit = (uint64_t)1 << (granule & 63);
+  return &bits[granule >> 6];
 }
 
 /* Sets the visited bit of the block whose header is at `hp`; true if it
