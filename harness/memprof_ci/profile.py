@@ -1,10 +1,12 @@
-"""Reading and validating memprof-ci runtime profiles (format versions 1 to 3).
+"""Reading and validating memprof-ci runtime profiles (format versions 1 to 4).
 
 A profile is the JSON document one process run writes when OCAMLMEMPROF is
 set (see runtime-patch/format/profile-format.md).  Version 1 spells out each
 stack's frame objects; version 2 lists every frame object once in
 `frame_table` and each stack's frames as indices into it; version 3 is
-version 2 with a stack's counts of zero left out.  Invariants: load_profile
+version 2 with a stack's counts of zero left out; version 4 is version 3
+with a `snapshot` section (retainer paths at exit, checked by snapshot.py
+and kept in Profile.snapshot, None for other versions).  Invariants: load_profile
 either returns a Profile whose structure, counter types and per-stack
 identities have been checked, or raises InputError naming the file; all
 versions give the same Profile (a version-3 stack gets its missing counts
@@ -21,12 +23,12 @@ import operator
 import os
 from dataclasses import dataclass, field
 
-from . import mdsafe, validate
+from . import mdsafe, snapshot, validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
-VERSIONS = (1, 2, 3)
-VERSION = 3          # what the runtime writes
+VERSIONS = (1, 2, 3, 4)
+VERSION = 3          # what the runtime writes (4 with OCAMLMEMPROF snapshot=exit)
 WORD_BYTES = 8
 
 TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
@@ -64,6 +66,9 @@ class Profile:
     stacks: list = field(repr=False)
     stacks_mode: str = "full"
     stackmem: int | None = None        # config.stackmem: the whole-stack budget
+    # Version 4: snapshot.parse_snapshot's result (retainer paths at exit);
+    # sites.retainers_by_site keys its sites as the site table does.
+    snapshot: dict | None = field(default=None, repr=False)
 
 
 _is_count = validate.is_count
@@ -120,7 +125,8 @@ def _check_header(doc, path: str, bad) -> tuple:
                          f" is not supported (this harness reads versions "
                          f"{' and '.join(map(str, VERSIONS))}); upgrade memprof-ci or "
                          f"rebuild the runtime")
-    keys = TOP_KEYS + (("frame_table",) if version >= 2 else ())
+    keys = TOP_KEYS + (("frame_table",) if version >= 2 else ()) + \
+        (("snapshot",) if version >= 4 else ())
     missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
@@ -211,8 +217,11 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
     peak = cfg.get("peak") == PEAK_EVENTS
     if not peak:
         _forget_peak(doc["totals"], stacks)
-    if version == 3:
+    if version >= 3:
         fill_zero_counts(stacks, COUNT_KEYS + ((PEAK_KEY,) if peak else ()))
+    snap = None
+    if version >= 4:
+        snap = snapshot.parse_snapshot(doc["snapshot"], doc["frame_table"], path)
     if version >= 2:
         expand_frame_table(doc["frame_table"], stacks, path)
     if check_stacks:
@@ -221,7 +230,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                    backend=doc["backend"], argv=list(doc["argv"]),
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
                    gc=gc_out, totals=doc["totals"], stacks=stacks,
-                   stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"))
+                   stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"),
+                   snapshot=snap)
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -189,6 +189,27 @@ class Aggregate:
 _NAMES = operator.itemgetter("function", "file")
 
 
+def retainers_by_site(snapshot: dict | None, grouping: str = "function") -> dict:
+    """A profile's snapshot sites (Profile.snapshot, snapshot.py) keyed as
+    this module keys a stack with the same frames under `grouping`:
+    {site key: {frames, live_*, shared_*, root, depth, path}}.  A site
+    reached by several stacks keeps the entry with the most live samples
+    (the first on a tie: the section lists the heaviest first).  Empty
+    when there is no snapshot or it was not taken."""
+    out: dict = {}
+    for entry in (snapshot or {}).get("sites", []):
+        idx, fl, fn, _via = classify(entry["frames"], grouping)
+        if idx is None:
+            key = UNKNOWN
+        elif grouping == "line":
+            key = site_label(fn, fl, entry["frames"][idx]["line"])
+        else:
+            key = site_label(fn, fl)
+        if key not in out or entry["live_samples"] > out[key]["live_samples"]:
+            out[key] = entry
+    return out
+
+
 def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None):
     """Site counts of one profile's stacks: (compact site tuples, samples, live).
 

@@ -8,7 +8,9 @@
  * 3. Besides the sanitizers' checks, every run asserts the parser's
  *    promises (memprof_env_parse.c, design 1 and 3):
  *    - success: the rate is finite and in (0, 1] when tracking, the
- *      defaults hold otherwise, frames is in 1..4096, `out` is a
+ *      defaults hold otherwise, frames is in 1..4096, stackmem at
+ *      most 2^40, snapshot_sites in 1..1000 and its default without
+ *      snapshot, `out` is a
  *      non-empty path without a control character, a space at either
  *      end or a comma that no `%` escapes, either the default or
  *      inside the setting (or absent, only when `trace` is given),
@@ -57,14 +59,16 @@ static bool same_env(const struct caml_memprof_env *a,
     && a->tracking == b->tracking && a->rate == b->rate
     && a->frames == b->frames && same_path(a->out, b->out)
     && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc
-    && a->stacks_at_site == b->stacks_at_site;
+    && a->stacks_at_site == b->stacks_at_site && a->stackmem == b->stackmem
+    && a->snapshot_at_exit == b->snapshot_at_exit
+    && a->snapshot_sites == b->snapshot_sites;
 }
 
 /* `env` written back as a setting, in canonical form. */
 static char *canonical(const struct caml_memprof_env *env)
 {
   size_t cap = (env->out ? strlen(env->out) : 0)
-    + (env->trace ? strlen(env->trace) : 0) + 190, n = 0;
+    + (env->trace ? strlen(env->trace) : 0) + 240, n = 0;
   char *s = malloc(cap);
   if (s == NULL) abort();
   s[0] = '\0';
@@ -72,9 +76,15 @@ static char *canonical(const struct caml_memprof_env *env)
     n += snprintf(s + n, cap - n, "seed=%llu,", (unsigned long long)env->seed);
   }
   if (env->tracking) {
-    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,stacks=%s,",
+    n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,stacks=%s,"
+                  "stackmem=%llu,",
                   env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
-                  env->stacks_at_site ? "site" : "full");
+                  env->stacks_at_site ? "site" : "full",
+                  (unsigned long long)env->stackmem);
+    if (env->snapshot_at_exit) {
+      n += snprintf(s + n, cap - n, "snapshot=exit,snapshot_sites=%d,",
+                    env->snapshot_sites);
+    }
     if (env->out) n += snprintf(s + n, cap - n, "out=%s,", env->out);
     if (env->trace) n += snprintf(s + n, cap - n, "trace=%s,", env->trace);
   }
@@ -130,9 +140,20 @@ static void check_success(const char *orig, const char *spec, size_t len,
     check(env->rate == 0.0 && env->frames == CAML_MEMPROF_DEFAULT_FRAMES
           && env->out != NULL
           && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
-          && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site,
-          "frames, out, trace, live or stacks without rate", orig);
+          && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site
+          && env->stackmem == CAML_MEMPROF_DEFAULT_STACKMEM
+          && !env->snapshot_at_exit
+          && env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES,
+          "frames, out, trace, live, stacks, stackmem or snapshot without rate",
+          orig);
   }
+  check(env->stackmem <= (uint64_t)1 << 40, "stackmem above 2^40", orig);
+  check(env->snapshot_sites >= 1
+        && env->snapshot_sites <= CAML_MEMPROF_MAX_SNAPSHOT_SITES,
+        "snapshot_sites out of range", orig);
+  check(env->snapshot_at_exit
+        || env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES,
+        "snapshot_sites without snapshot", orig);
   check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
         "frames out of range", orig);
   check(env->seeded || env->seed == 0, "a seed without seed=", orig);

@@ -30,6 +30,14 @@
  *                 of whole stacks the tracker keeps; a new stack beyond
  *                 them keeps only its site's slots (memprof_tracker.c,
  *                 design 9). The default is CAML_MEMPROF_DEFAULT_STACKMEM
+ *      snapshot=exit
+ *                 a heap snapshot with retainer paths at exit, in the
+ *                 profile (memprof_snapshot.c)
+ *      snapshot_sites=N
+ *                 N plain decimal digits, 1 to
+ *                 CAML_MEMPROF_MAX_SNAPSHOT_SITES: how many sites get a
+ *                 retainer path (CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES
+ *                 by default); needs snapshot
  *    Every key but `seed` needs `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
@@ -60,7 +68,8 @@
 #include <string.h>
 #include "caml/memprof_env_parse.h"
 
-#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem)"
+#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem, " \
+  "snapshot, snapshot_sites)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -290,6 +299,33 @@ static bool parse_stackmem(struct msg *m, const char *val,
   return true;
 }
 
+static bool parse_snapshot(struct msg *m, const char *val,
+                           struct caml_memprof_env *env)
+{
+  if (strcmp(val, "exit") == 0) env->snapshot_at_exit = true;
+  else return bad_value(m, "snapshot", val, "expected exit");
+  return true;
+}
+
+static bool parse_snapshot_sites(struct msg *m, const char *val,
+                                 struct caml_memprof_env *env)
+{
+  size_t len = strlen(val);
+  int n = 0;
+  bool digits = len > 0 && len <= 6;
+  for (size_t i = 0; digits && i < len; i++) {
+    if (val[i] < '0' || val[i] > '9') digits = false;
+    else n = 10 * n + (val[i] - '0');
+  }
+  if (!digits || n < 1 || n > CAML_MEMPROF_MAX_SNAPSHOT_SITES) {
+    return bad_value(m, "snapshot_sites", val,
+                     "expected an integer from 1 to "
+                     DECIMAL(CAML_MEMPROF_MAX_SNAPSHOT_SITES));
+  }
+  env->snapshot_sites = n;
+  return true;
+}
+
 /**** The setting ****/
 
 typedef bool (*value_parser)(struct msg *, const char *,
@@ -299,9 +335,10 @@ static const struct { const char *key; value_parser parse; } keys[] = {
   { "seed", parse_seed }, { "rate", parse_rate }, { "frames", parse_frames },
   { "out", parse_out }, { "live", parse_live }, { "trace", parse_trace },
   { "stacks", parse_stacks }, { "stackmem", parse_stackmem },
+  { "snapshot", parse_snapshot }, { "snapshot_sites", parse_snapshot_sites },
 };
 enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
-       K_STACKMEM, N_KEYS };
+       K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -315,6 +352,8 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->trace = NULL;
   env->stacks_at_site = false;
   env->stackmem = CAML_MEMPROF_DEFAULT_STACKMEM;
+  env->snapshot_at_exit = false;
+  env->snapshot_sites = CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES;
 }
 
 /* The end of the item at `p`: its separating comma, or the end of the
@@ -379,6 +418,10 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
                        "has no effect without rate=, which starts the "
                        "tracker");
     }
+  }
+  if (vals[K_SNAPSHOT_SITES] != NULL && vals[K_SNAPSHOT] == NULL) {
+    return bad_value(&m, "snapshot_sites", vals[K_SNAPSHOT_SITES],
+                     "has no effect without snapshot=");
   }
   if (vals[K_TRACE] != NULL && vals[K_OUT] == NULL) env->out = NULL;
   return true;

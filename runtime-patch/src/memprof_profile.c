@@ -22,15 +22,18 @@
  *    thread with every signal blocked; the caller renders every block
  *    when none can be started). The rendering's memory is therefore
  *    one block's text, whatever the number of stacks.
- * 3. The document (version 3): header (format, version, OCaml
- *    version, backend, argv, and `incomplete` only for a run the
- *    runtime ended abnormally), config (rate, seed, frames, stacks when
- *    cut at the site), gc, totals
+ * 3. The document (version 3, or 4 when it ends with a snapshot):
+ *    header (format, version, OCaml version, backend, argv, and
+ *    `incomplete` only for a run the runtime ended abnormally), config
+ *    (rate, seed, frames, stacks when cut at the site, else stackmem in
+ *    native code), gc, totals
  *    (the sums over stacks, every count), the frame table (every frame
  *    object once, one per line, in rank order, so a frame's index is
  *    its rank), then one line per stack with its counts that are not
- *    zero (most of a stack's are: the line is about half as long) and
- *    its frames as indices into the table. The counts of a stack, and
+ *    zero (most of a stack's are: the line is about half as long),
+ *    "cut" when it holds stacks cut past the budget, and its frames as
+ *    indices into the table; last, with snapshot=exit, the snapshot
+ *    (memprof_snapshot.c). The counts of a stack, and
  *    then its indices, are each assembled in a local line and added at
  *    once (there is one stack per sample at worst, so per-piece
  *    additions would dominate).
@@ -56,6 +59,7 @@
 #include "caml/memprof_frames.h"
 #include "caml/memprof_jsonbuf.h"
 #include "caml/memprof_profile.h"
+#include "caml/memprof_snapshot.h"
 #include "caml/minor_gc.h"
 #include "caml/shared_heap.h"
 #include "caml/version.h"
@@ -285,6 +289,28 @@ void caml_memprof_sorted_free(struct caml_memprof_sorted *so)
   free(so->arena);
   free(so->texts);
   free(so);
+}
+
+size_t caml_memprof_sorted_size(const struct caml_memprof_sorted *so)
+{
+  return so->nstacks;
+}
+
+const atomic_uintnat *caml_memprof_sorted_stack(
+  const struct caml_memprof_sorted *so, size_t i,
+  const uint32_t **ranks, size_t *n)
+{
+  if (ranks != NULL) {
+    *ranks = so->rs[i].ranks;
+    *n = so->rs[i].n;
+  }
+  return so->rs[i].count;
+}
+
+bool caml_memprof_sorted_same(const struct caml_memprof_sorted *so,
+                              size_t i, size_t j)
+{
+  return by_frames(&so->rs[i], &so->rs[j]) == 0;
 }
 
 struct caml_memprof_sorting {
@@ -523,8 +549,14 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   const struct caml_memprof_gc_totals *g = p->gc;
   const struct caml_memprof_sorted *so = p->sorted;
 
-  caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":3,"
-                       "\"ocaml_version\":");
+  /* Version 4 is version 3 with a snapshot (the format document). */
+  if (p->snapshot != NULL) {
+    caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":4,"
+                         "\"ocaml_version\":");
+  } else {
+    caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":3,"
+                         "\"ocaml_version\":");
+  }
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
   caml_memprof_buf_lit(b, ",\"backend\":\"native\",\"argv\":[");
@@ -573,6 +605,9 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   }
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
   render_all_lines(b, so);
-  caml_memprof_buf_lit(b, "\n]}\n");
+  caml_memprof_buf_lit(b, "\n]");
+  if (p->snapshot != NULL && !caml_memprof_snapshot_render(b, p->snapshot, so))
+    return false;
+  caml_memprof_buf_lit(b, "}\n");
   return true;
 }

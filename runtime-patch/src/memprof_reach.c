@@ -279,6 +279,38 @@ static bool reachable(value block, void *data)
   return (*bit_of(bits, hp, &bit) & bit) != 0;
 }
 
+/**** The visited set, for memprof_snapshot.c's walk ****/
+
+struct caml_memprof_visited { struct walk w; };
+
+struct caml_memprof_visited *caml_memprof_visited_new(void)
+{
+  return calloc(1, sizeof(struct caml_memprof_visited));
+}
+
+bool caml_memprof_visited_first(struct caml_memprof_visited *v, value block)
+{
+  return first_visit(&v->w, (uintnat)Hp_val(block));
+}
+
+bool caml_memprof_visited_failed(const struct caml_memprof_visited *v)
+{
+  return v->w.failed;
+}
+
+bool caml_memprof_visited_has(value block, void *v)
+{
+  return reachable(block, &((struct caml_memprof_visited *)v)->w);
+}
+
+void caml_memprof_visited_free(struct caml_memprof_visited *v)
+{
+  if (v == NULL) return;
+  free_regions(&v->w);
+  free(v->w.stack);
+  free(v);
+}
+
 bool caml_memprof_judge_by_reachability(void)
 {
   if (!caml_domain_alone()

@@ -158,6 +158,7 @@
 #include "caml/memprof_outfile.h"
 #include "caml/memprof_profile.h"
 #include "caml/memprof_reach.h"
+#include "caml/memprof_snapshot.h"
 #include "caml/memprof_tracker.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
@@ -801,6 +802,13 @@ static const struct caml_memprof_c_tracker tracker_traced = {
 
 static value profile = Val_unit;   /* generational global root */
 
+const atomic_uintnat *caml_memprof_tracker_site_counts(value data)
+{
+  struct site *s = Ptr_val(data);
+  if (tracing) s = ((struct caml_memprof_ctf_block *)Ptr_val(data))->site;
+  return s->count;
+}
+
 /* The peak is final from here on (design 5): no later event can make
  * a new one. Called once sampling has stopped, before the judgment. */
 static void peak_freeze(void)
@@ -990,6 +998,7 @@ struct rendering {
   const struct caml_memprof_sorted *sorted;
   const struct caml_memprof_gc_totals *gc;
   const uintnat *totals;
+  struct caml_memprof_snapshot *snapshot;    /* or NULL */
 };
 
 static bool render(struct caml_memprof_buf *b, void *data)
@@ -997,7 +1006,8 @@ static bool render(struct caml_memprof_buf *b, void *data)
   const struct rendering *r = data;
   if (r->sorted == NULL) return false;
   struct caml_memprof_profile p = { r->sorted, r->totals, r->gc, argv_copy,
-                                    argc_copy, incomplete_reason };
+                                    argc_copy, incomplete_reason,
+                                    r->snapshot };
   return caml_memprof_render_profile(b, &p);
 }
 
@@ -1031,8 +1041,13 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
    * marked a block that died since, and one whose marking starts after
    * now and finds exactly the reachable blocks. gc_full_major_res runs
    * a third cycle only to sweep. */
+  struct caml_memprof_snapshot *snapshot = NULL;
+  bool judged = false;
+  if (caml_memprof_env()->snapshot_at_exit) {
+    snapshot = caml_memprof_snapshot_judge(&judged);  /* memprof_snapshot.c */
+  }
   if (caml_memprof_env()->live_by_gc
-      || !caml_memprof_judge_by_reachability()) {
+      || (!judged && !caml_memprof_judge_by_reachability())) {
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
@@ -1045,14 +1060,17 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
       if (retcode == 0) retcode = 2;
     }
   }
-  if (tmpl == NULL) return retcode;
+  if (tmpl == NULL) {
+    caml_memprof_snapshot_free(snapshot);
+    return retcode;
+  }
   /* While the other thread may still be sorting; the listing has every
    * site unless another domain created one since. */
   uintnat total[N_COUNTS];
   size_t summed = settle_and_sum(SIZE_MAX, total);
   sorting_finish(&sorting);
   if (summed != sorting.n) settle_and_sum(sorting.n, total);
-  struct rendering r = { sorting.sorted, &g, total };
+  struct rendering r = { sorting.sorted, &g, total, snapshot };
   char *path = caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &r);
   if (err != 0) {
@@ -1061,6 +1079,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
     if (retcode == 0) retcode = 2;
   }
   caml_memprof_sorted_free(sorting.sorted);
+  caml_memprof_snapshot_free(snapshot);
   free(path);
   return retcode;
 }

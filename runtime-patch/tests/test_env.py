@@ -58,13 +58,14 @@ BAD = [
     ("stackmem", ""), ("stackmem", "k"), ("stackmem", "512K"), ("stackmem", "512kB"),
     ("stackmem", "-1"), ("stackmem", "1.5M"), ("stackmem", " 1M"), ("stackmem", "1T"),
     ("stackmem", "1099511627777"), ("stackmem", "1025G"), ("stackmem", "0x100"),
+    ("snapshot", ""), ("snapshot", "Exit"), ("snapshot", "exit "), ("snapshot", "1"),
 ]
 
 
 @pytest.mark.parametrize("key,value", BAD)
 def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
-    if key in ("frames", "out", "live", "trace", "stacks", "stackmem"):
+    if key in ("frames", "out", "live", "trace", "stacks", "stackmem", "snapshot"):
         spec = f"rate=0.01,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
@@ -101,6 +102,12 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("stacks=site", "'site' for key 'stacks': has no effect without rate"),
     ("stackmem=1M", "'1M' for key 'stackmem': has no effect without rate"),
     ("rate=1,stacks=site,stacks=site", "twice"),
+    ("snapshot=exit", "'exit' for key 'snapshot': has no effect without rate"),
+    ("rate=1,snapshot_sites=5", "'5' for key 'snapshot_sites': has no effect without snapshot"),
+    ("rate=1,snapshot=exit,snapshot_sites=0", "'0' for key 'snapshot_sites': expected an integer"),
+    ("rate=1,snapshot=exit,snapshot_sites=1001", "'1001' for key 'snapshot_sites'"),
+    ("rate=1,snapshot=exit,snapshot_sites=+5", "'+5' for key 'snapshot_sites'"),
+    ("rate=1,snapshot=exit,snapshot=exit", "twice"),
     ("rate=0.1,trace=a.ctf,trace=a.ctf", "twice"),
     ("rate=0.1,out=a,b.json", "'b.json': expected key=value"),
     ("rate=0.1,out=a%,,,seed=1", "empty item"),

@@ -21,6 +21,8 @@
 #define CAML_MEMPROF_MAX_FRAMES 4096
 #define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
 #define CAML_MEMPROF_DEFAULT_STACKMEM ((uint64_t)256 << 10)
+#define CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES 20
+#define CAML_MEMPROF_MAX_SNAPSHOT_SITES 1000
 
 /* Room for any error message: the parser shows at most
  * CAML_MEMPROF_ENV_ECHO_MAX characters of each piece of the setting it
@@ -41,6 +43,8 @@ struct caml_memprof_env {
   bool stacks_at_site;  /* stacks=site: each callstack is cut after its
                            innermost slot outside the standard library */
   uint64_t stackmem;    /* bytes of whole stacks kept (stackmem=) */
+  bool snapshot_at_exit; /* snapshot=exit: retainer paths at exit */
+  int snapshot_sites;   /* snapshot_sites=: sites given a path */
 };
 
 /* The defaults: no seed, no tracking. */

@@ -40,6 +40,8 @@
 #include "memprof_jsonbuf.h"
 #include "mlvalues.h"
 
+struct caml_memprof_snapshot;
+
 enum {
   CAML_MEMPROF_COUNT_BLOCKS,          /* sampled blocks */
   CAML_MEMPROF_COUNT_SAMPLES,         /* derived: minor + major + custom */
@@ -81,6 +83,17 @@ struct caml_memprof_sorted *
 caml_memprof_sorting_end(struct caml_memprof_sorting *s);
 
 void caml_memprof_sorted_free(struct caml_memprof_sorted *so);
+
+/* The sorted stacks one by one, for the snapshot (memprof_snapshot.h):
+ * how many; the counters of the `i`th (and its frame ranks, when
+ * `ranks` is not NULL); whether the `i`th and `j`th resolve alike (so
+ * are one line of the profile). */
+size_t caml_memprof_sorted_size(const struct caml_memprof_sorted *so);
+const atomic_uintnat *caml_memprof_sorted_stack(
+  const struct caml_memprof_sorted *so, size_t i,
+  const uint32_t **ranks, size_t *n);
+bool caml_memprof_sorted_same(const struct caml_memprof_sorted *so,
+                              size_t i, size_t j);
 
 /* The profile's "gc" object. */
 struct caml_memprof_gc_totals {
@@ -126,6 +139,7 @@ struct caml_memprof_profile {
   size_t argc;
   const char *incomplete;             /* why the run ended abnormally,
                                          or NULL (memprof_tracker.h) */
+  struct caml_memprof_snapshot *snapshot;  /* snapshot=exit, else NULL */
 };
 
 /* Render the profile into `b`; false when out of memory. */

@@ -29,6 +29,13 @@ void caml_memprof_tracker_start(void);
 int caml_memprof_tracker_finish(int retcode);
 int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason);
 
+/* The counters of the site of a tracked block, from the data memprof
+ * keeps for it (a site record, or a trace record naming one): the
+ * site's identity in the sorted stacks (memprof_profile.h). */
+#include "camlatomic.h"
+#include "mlvalues.h"
+const atomic_uintnat *caml_memprof_tracker_site_counts(value data);
+
 #endif /* CAML_INTERNALS */
 
 #endif /* CAML_MEMPROF_TRACKER_H */
