@@ -10,9 +10,11 @@ Inputs, told apart by content and never by name: a file that starts with
 the CTF magic is a trace (ours, `OCAMLMEMPROF=...,trace=FILE`, or
 memtrace's; ctf_profile.py decodes it); any other file must be a JSON
 document whose "format" names a kind in JSON_KINDS (a memprof-ci profile,
-profile.py).  Another kind (a heap snapshot, whose sites carry retainer
-paths) plugs in with register_json_kind(format, loader): the loader turns
-the decoded document into a View.
+profile.py, of any version: a version-4 profile carries a heap snapshot
+taken at exit, whose sites' retainer paths (snapshot.py) go to their rows
+through sites.retainers_by_site).  Another kind plugs in with
+register_json_kind(format, loader): the loader turns the decoded document
+into a View.
 
 Invariants:
 1. load_view returns a View or raises InputError naming the file (exit 2):
@@ -23,8 +25,11 @@ Invariants:
    so a site reads here as in `check` and `compare`.  Words are estimates,
    samples / rate (exact at rate 1); blocks are sampled blocks.
 3. What an input does not carry is None, never zero or invented: a profile
-   has no timeline and no lifetimes, a trace no GC counters, neither has
-   retainer paths; the page leaves out or explains what is None.
+   has no timeline and no lifetimes, a trace no GC counters and no
+   retainer paths, a profile has them only from its snapshot (and only for
+   the sites the snapshot gives a path); the page leaves out or explains
+   what is None.  A hop of a path that is not a sampled block has no site
+   (None): the runtime knows only its tag and size.
 4. Bounded: at most MAX_SITES site rows (the rest summed in `rest`), a
    timeline of at most TIMELINE_BINS points, LIFETIME_EDGES_US bins;
    stackgraph bounds the stacks.  A trace is decoded once; the times and
@@ -46,7 +51,7 @@ from .ctf_profile import parse_ctf
 from .errors import InputError
 from .fmt import fmt_bytes, fmt_words
 from .profile import FORMAT as PROFILE_FORMAT, WORD_BYTES, Profile, parse_profile
-from .sites import UNKNOWN, aggregate, classify, site_label
+from .sites import UNKNOWN, aggregate, classify, retainers_by_site, site_label
 from .stackgraph import stacks_entry
 
 MAX_SITES = 100
@@ -57,20 +62,32 @@ LIFETIME_EDGES_US = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
 
 @dataclass
 class Hop:
-    """One block on a retainer path: its site, tag and size in words."""
-    site: str
+    """One block on a retainer path: its site (None for a block that was not
+    sampled), tag and size in words; `field`: the field that leads to the
+    next hop (None on the last hop, or when it is reached through a
+    continuation's stack); `inner`: the innermost function of a sampled
+    hop's stack when it is not the site's (e.g. Stdlib__Hashtbl.resize);
+    `elided` > 0: this entry stands for that many hops not recorded."""
+    site: str | None
     tag: str | None = None
     words: int | None = None
+    field: int | None = None
+    inner: str | None = None
+    elided: int = 0
 
 
 @dataclass
 class RetainerPath:
     """How a site's blocks are reachable: the root (a global, a stack
     frame, a C root, a finaliser...), then each hop down to a block of the
-    site; `words`: the site's live words that share its first hops."""
+    site; `words`: the live words that share its first hops, of the site
+    or, when `stack_live` is given, of the one stack of the site the path
+    was found for (a snapshot gives a path per stack), whose live words
+    `stack_live` are."""
     root: str
     hops: list
     words: float | None = None
+    stack_live: float | None = None
 
 
 @dataclass
@@ -243,8 +260,90 @@ def _run_view(p: Profile, path: str, kind: str) -> View:
                 sites=rows, rest=rest, live_what=live_what, stacks=stacks_entry(None, run))
 
 
+# OCaml's tags from No_scan_tag's neighbours up (runtime/caml/mlvalues.h);
+# a tag below 245 is a constructor's, a record's, a tuple's or an array's.
+TAG_NAMES = {245: "continuation", 246: "lazy", 247: "closure", 248: "object",
+             249: "infix", 250: "forward", 251: "abstract", 252: "string",
+             253: "float", 254: "float array", 255: "custom"}
+
+
+def tag_name(tag: int) -> str:
+    return TAG_NAMES.get(tag, f"tag {tag}")
+
+
+def root_text(root: dict) -> str:
+    """A snapshot root (snapshot.ROOT_KINDS) in words."""
+    kind = root["kind"]
+    if kind == "global":
+        unit = root["unit"] if root["unit"] is not None else "an unnamed unit"
+        return f"global {unit}, field {root['field']}"
+    if kind == "stack":
+        fn = root["function"] if root["function"] is not None else "?"
+        where = root["file"] if root["file"] is not None else "?"
+        if root["line"] is not None:
+            where = f"{where}:{root['line']}"
+        return f"stack frame of {fn} ({where})"
+    return {"c_local": "a C local root (CAMLparam, CAMLlocal)",
+            "c_global": "a C global root",
+            "global_data": "the bytecode program's global data",
+            "finaliser": "a function under Gc.finalise",
+            "finalised_value": "a value under Gc.finalise",
+            "other": "another root (another thread's stack or C locals, "
+                     "effect handlers, a bytecode stack slot)"}[kind]
+
+
+def _hop(h: dict) -> Hop:
+    if "elided" in h:
+        return Hop(site=None, elided=h["elided"])
+    site = inner = None
+    frames = h.get("frames")
+    if frames is not None:
+        idx, fl, fn, _via = classify(frames, "function")
+        site = UNKNOWN if idx is None else site_label(fn, fl)
+        first = next((f.get("function") for f in frames if f.get("function")), None)
+        if first is not None and first != fn:
+            inner = first
+    return Hop(site=site, tag=tag_name(h["tag"]), words=h["size"], field=h.get("field"),
+               inner=inner)
+
+
+def attach_retainers(rows: list, snap: dict | None, rate: float) -> int:
+    """Give each row the retainer path the snapshot has for its site (the
+    grouping is view's, "function"; of a site's stacks, the one with the
+    most live samples); returns how many rows got one.  Words are
+    estimates, samples / rate, as in the table: the path's `words` those
+    that hang from its root and first hop, `stack_live` its stack's live
+    words."""
+    by_site = retainers_by_site(snap, "function")
+    n = 0
+    for row in rows:
+        e = by_site.get(row.key)
+        if e is None:
+            continue
+        row.retainers = [RetainerPath(root=root_text(e["root"]),
+                                      hops=[_hop(h) for h in e["path"]],
+                                      words=_est(e["shared_samples"], rate),
+                                      stack_live=_est(e["live_samples"], rate))]
+        n += 1
+    return n
+
+
+def _snapshot_fact(snap: dict, shown: int) -> str:
+    if not snap["taken"]:
+        return f"not taken: {snap['reason']}"
+    return (f"at exit, breadth first: {len(snap['sites'])} stack(s) with a retainer path "
+            f"(at most {snap['sites_limit']}), for {shown} of the sites below; "
+            f"{snap['reachable_blocks']} reachable blocks, {snap['tracked_reachable']} of "
+            f"{snap['tracked_blocks']} sampled blocks reachable; its tables took "
+            f"{fmt_bytes(snap['table_bytes'])}")
+
+
 def _profile_view(doc, path: str) -> View:
-    v = _run_view(parse_profile(doc, path), path, "profile")
+    p = parse_profile(doc, path)
+    v = _run_view(p, path, "profile")
+    if p.snapshot is not None:
+        shown = attach_retainers(v.sites, p.snapshot, p.rate)
+        v.facts.append(("snapshot", _snapshot_fact(p.snapshot, shown)))
     v.notes.append("A profile holds counts, not events: live words over time and the "
                    "lifetimes of blocks come from a trace of the run "
                    "(OCAMLMEMPROF=...,trace=t.ctf; then `memprof-ci view t.ctf`).")

@@ -1,9 +1,12 @@
 """The page of `memprof-ci view`: one run (a view.View) as one HTML file.
 
-The first screen holds what was run and the table of top sites, heaviest
-first (estimated words, share, sampled blocks, and the promoted, collected,
-live at exit and live at peak words where the input records them), then,
-only when the input carries them, each site's retainer paths.  Below: the
+The first screen holds what was run, then, only when the input carries
+retainer paths (a profile with a snapshot), the heaviest site live at exit
+and the path that holds it ("Held at exit"), then the table of top sites,
+heaviest first (estimated words, share, sampled blocks, and the promoted,
+collected, live at exit and live at peak words where the input records
+them; a site with a retainer path has it on one line under its name), then
+each site's retainer path hop by hop when there are any.  Below: the
 icicle of call stacks (report_assets' script, one run), live words over
 time and the lifetimes of sampled blocks (inline SVG written here, from a
 trace; for an input without events a note says where they come from).
@@ -17,7 +20,8 @@ Invariants:
    (report_html.script_json); numbers are formatted here.
 3. Display only: every figure is the View's; nothing is estimated or
    decided here.  A section whose data the View lacks is left out
-   (retainer paths) or replaced by a note saying why (timeline, lifetimes).
+   (held at exit, retainer paths) or replaced by a note saying why
+   (timeline, lifetimes).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ padding:0 .8em 0 0}table.top td.n{text-align:right}svg.chart{display:block;borde
 margin:.3em 0}svg.chart .area{fill:#f2b8a2;stroke:#c0392b;stroke-width:1}svg.chart .bar{fill:#e07b54}
 svg.chart .live{fill:#999}svg.chart .axis{stroke:#888;stroke-width:1}svg.chart circle{fill:#a00}
 ol.path{margin:.2em 0 .6em;font:12px monospace}ol.path li{white-space:pre-wrap}
+table.top div.held{font-size:12px;color:#444;white-space:normal;max-width:70em}
 """
 CHART_W, CHART_H, PAD_L, PAD_B = 1000, 220, 90, 30
 
@@ -75,8 +80,9 @@ def _top_sites(v: View) -> str:
         cells = "".join(
             (f'<td class="n" data-v="{s.blocks}">{s.blocks}</td>' if a == "blocks"
              else _wcell(getattr(s, a))) for a, _ in cols)
+        held = "".join(f'<div class="held">{_inline(p)}</div>' for p in s.retainers or [])
         rows.append(f'<tr data-site="{esc(s.key)}"><td class="n" data-v="{i}">{i}</td>'
-                    f'<td data-v="{esc(s.key)}"><code>{esc(s.key)}</code>{line}</td>'
+                    f'<td data-v="{esc(s.key)}"><code>{esc(s.key)}</code>{line}{held}</td>'
                     f"{_wcell(s.words)}"
                     f'<td class="n" data-v="{share:.6g}">{share:.1%}</td>{cells}</tr>')
     more = ""
@@ -88,21 +94,59 @@ def _top_sites(v: View) -> str:
             + "".join(rows) + f"</tbody></table>{more}</section>")
 
 
+def _hop(h, fields: bool = True) -> str:
+    """A hop as HTML: its site (or "a block not sampled"), then what else
+    is known of it in parentheses."""
+    if h.elided:
+        return f"… {h.elided} hop(s) not recorded …"
+    what = ", ".join(x for x in (h.inner and f"in {esc(h.inner)}", h.tag and esc(h.tag),
+                                 h.words is not None and f"{h.words} words",
+                                 fields and h.field is not None and f"field {h.field}") if x)
+    name = f"<code>{esc(h.site)}</code>" if h.site is not None else "a block not sampled"
+    return name + (f" ({what})" if what else "")
+
+
+def _path(p) -> str:
+    return (f'<ol class="path"><li>root: {esc(p.root)}</li>'
+            + "".join(f"<li>{_hop(h)}</li>" for h in p.hops) + "</ol>")
+
+
+def _inline(p) -> str:
+    """The path on one line, for the site's row of the table."""
+    return ("held by " + esc(p.root) + "".join(f" → {_hop(h, False)}" for h in p.hops))
+
+
+def _share(p, live=None) -> str:
+    if p.words is None:
+        return ""
+    if p.stack_live is None or live is None or p.stack_live == live:
+        return f" ({esc(fmt_words(p.words))} of its live words share the first hops)"
+    return (f" ({esc(fmt_words(p.words))} of the {esc(fmt_words(p.stack_live))} live words "
+            f"of the stack shown share the first hops)")
+
+
+def _held(v: View) -> str:
+    """The heaviest site live at exit that has a path, and that path."""
+    held = [s for s in v.sites if s.retainers]
+    if not held:
+        return ""
+    s = max(held, key=lambda r: r.live or 0.0)
+    live = f", {esc(fmt_words(s.live))} live" if s.live is not None else ""
+    p = s.retainers[0]
+    return ('<section id="held"><h2>Held at exit</h2>'
+            f'<p data-site="{esc(s.key)}">The heaviest site live at exit, '
+            f"<code>{esc(s.key)}</code>{live}{_share(p, s.live)}, is held by:</p>{_path(p)}"
+            '<p class="note">Every site\'s path: "Retainer paths", below the table.</p>'
+            "</section>")
+
+
 def _retainers(v: View) -> str:
     if not v.has_retainers:
         return ""
     out = ['<section id="retainers"><h2>Retainer paths</h2>']
     for s in v.sites:
         for p in s.retainers or []:
-            share = f" ({esc(fmt_words(p.words))} of its live words share the first hops)" \
-                if p.words is not None else ""
-            out.append(f'<h3>Held: <code>{esc(s.key)}</code>{share}</h3><ol class="path">'
-                       f"<li>root: {esc(p.root)}</li>")
-            for h in p.hops:
-                what = ", ".join(x for x in (h.tag and esc(h.tag),
-                                             h.words is not None and f"{h.words} words") if x)
-                out.append(f"<li>{esc(h.site)}" + (f" ({what})" if what else "") + "</li>")
-            out.append("</ol>")
+            out.append(f"<h3>Held: <code>{esc(s.key)}</code>{_share(p, s.live)}</h3>{_path(p)}")
     out.append("</section>")
     return "".join(out)
 
@@ -200,7 +244,7 @@ def render_view(v: View) -> str:
            '<meta name="viewport" content="width=device-width">',
            f"<title>{esc(title)}</title><style>{CSS}{EXTRA_CSS}</style></head><body>",
            f'<h1 id="headline" data-kind="{esc(v.kind)}">{esc(title)} ({esc(v.kind)})</h1>',
-           '<pre id="errors"></pre>', _facts(v), _top_sites(v), _retainers(v),
+           '<pre id="errors"></pre>', _facts(v), _held(v), _top_sites(v), _retainers(v),
            '<section id="stacks"><h2>Call stacks</h2>']
     if graph:
         out.append('<div class="graphs" id="graphs-0"></div>')

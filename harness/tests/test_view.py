@@ -13,6 +13,12 @@ profile and a trace.  Pinned:
    lifetime bins and the blocks never collected add up to the blocks.
 3. Retainer paths are drawn only from an input that carries them, and a
    JSON kind registered with view.register_json_kind is read by its loader.
+   A real profile with a snapshot (runtime-patch/tests/programs/
+   snapshot_cache.ml, OCAMLMEMPROF=...,snapshot=exit: one site's tuples
+   kept in a toplevel Hashtbl, another's dropped) shows on its first screen
+   the top site with its path, and the heaviest site live at exit with its
+   path hop by hop: the unit's global, the table, its bucket array, a
+   bucket, the tuple.
 4. A fixed profile renders as golden/view.html (CSS and script, which
    report_assets.py owns, replaced by markers).  Regenerate after an
    intended change with MEMPROF_CI_UPDATE_GOLDEN=1.
@@ -32,7 +38,8 @@ import subprocess
 import pytest
 
 from chromium_cdp import VIEW_H, keep, opened, rect
-from harness_testlib import HERE, REPO, make_profile, no_traceback, run_cli, write_json
+from harness_testlib import (HERE, REPO, make_profile, no_traceback, run_cli, to_version3,
+                             write_json)
 
 from memprof_ci import view
 from memprof_ci.report_assets import CSP_META, CSS, JS
@@ -42,6 +49,9 @@ OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 TOP = "Viewprog.make_rows @ viewprog.ml"
 LABEL = "Viewprog.label @ viewprog.ml"
 MEMTRACE = os.path.join(HERE, "data", "ctf", "after.ctf")
+SNAPSHOT_PROG = os.path.join(REPO, "runtime-patch", "tests", "programs", "snapshot_cache.ml")
+KEPT = "Snapshot_cache.make_kept @ snapshot_cache.ml"
+DROPPED = "Snapshot_cache.make_dropped @ snapshot_cache.ml"
 GOLDEN = os.path.join(HERE, "golden", "view.html")
 
 
@@ -61,6 +71,26 @@ def run(tmp_path_factory):
                        timeout=120)
     assert r.returncode == 0 and r.stdout == "kept 1562\n", r.stdout + r.stderr
     return d / "p.json", d / "t.ctf"
+
+
+@pytest.fixture(scope="module")
+def snapshot_run(tmp_path_factory):
+    """(profile with a snapshot, number of buckets of the program's table)
+    of one run of snapshot_cache.ml with the patched runtime at rate 1."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first "
+                    f"(or deselect with -m 'not needs_runtime')")
+    d = tmp_path_factory.mktemp("view-snapshot")
+    shutil.copy(SNAPSHOT_PROG, d)
+    r = subprocess.run([OCAMLOPT, "-g", "-o", "snap.exe", "snapshot_cache.ml"], cwd=d,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, OCAMLMEMPROF="rate=1,seed=1,snapshot=exit,out=s.json")
+    r = subprocess.run(["./snap.exe"], cwd=d, env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads((d / "s.json").read_text())["version"] == 4
+    return d / "s.json", int(r.stdout)
 
 
 def render(src, out):
@@ -133,6 +163,62 @@ def test_a_profile_and_the_trace_of_its_run_agree(run):
     lt = t.lifetimes
     assert sum(b for b, _ in lt.bins) + lt.live[0] == sum(s.blocks for s in t.sites)
     assert lt.live[1] == pytest.approx(sum(s.live for s in t.sites), rel=1e-12)
+
+
+def _shown(br, selector):
+    """[(text, whole element on the first screen and visible)] of the
+    elements matching `selector`."""
+    return br.eval(f"Array.from(document.querySelectorAll({json.dumps(selector)}))"
+                   ".map(e => {const r = e.getBoundingClientRect(); return [e.textContent, "
+                   f"r.top >= 0 && r.bottom <= {VIEW_H} && r.height > 0 && "
+                   "e.checkVisibility()];})")
+
+
+@pytest.mark.needs_runtime
+def test_a_profile_with_a_snapshot_shows_the_top_site_and_its_path_first(snapshot_run,
+                                                                         tmp_path):
+    src, buckets = snapshot_run
+    v = view.load_view(str(src))
+    top = v.sites[0]
+    assert v.kind == "profile" and top.retainers, [s.key for s in v.sites]
+    page = render(src, tmp_path / "snapshot.html")
+    with opened(page) as br:
+        br.settle()
+        assert br.errors == [], br.errors
+        # The table's top site, its path on one line under its name.
+        first = br.eval("document.querySelector('#top-sites-table tbody tr')"
+                        ".getAttribute('data-site')")
+        assert first == top.key
+        row = "#top-sites-table tbody tr:first-child"
+        assert _shown(br, f"{row} td code")[0] == [top.key, True]
+        held = _shown(br, f"{row} div.held")
+        assert len(held) == 1 and held[0][1], held
+        assert held[0][0].startswith("held by global Snapshot_cache, field 0 → "
+                                     "Snapshot_cache.cache @ snapshot_cache.ml "
+                                     "(in Stdlib__Hashtbl.create, tag 0, 4 words)"), held
+        # The heaviest site live at exit (the kept tuples), hop by hop.
+        assert br.eval("document.querySelector('#held p').getAttribute('data-site')") == KEPT
+        hops = _shown(br, "#held ol.path li")
+        assert all(on for _, on in hops), hops
+        texts = [text for text, _ in hops]
+        assert texts[:2] == [
+            "root: global Snapshot_cache, field 0",
+            "Snapshot_cache.cache @ snapshot_cache.ml (in Stdlib__Hashtbl.create, tag 0, "
+            "4 words, field 1)"]
+        assert texts[2].startswith("Snapshot_cache @ snapshot_cache.ml (in Stdlib__Hashtbl"
+                                   f".resize, tag 0, {buckets} words, field ")
+        assert texts[3:] == [
+            "Snapshot_cache @ snapshot_cache.ml (in Stdlib__Hashtbl.replace, tag 0, 3 words, "
+            "field 1)",
+            f"{KEPT} (tag 0, 5 words)"]
+        assert "1.2 k words of its live words share the first hops" in br.eval(
+            "document.querySelector('#held p').textContent")
+        # The dropped site: not live, no path anywhere.
+        assert br.eval(f"document.querySelector('tr[data-site=\"{DROPPED}\"] div.held')") \
+            is None
+        sec = br.eval("document.getElementById('retainers').textContent")
+        assert KEPT in sec and DROPPED not in sec
+        keep(br, "view-snapshot-1400.png")
 
 
 # ------------------------------------------------------------ model and golden
@@ -226,6 +312,68 @@ def test_retainer_paths_are_drawn_only_from_an_input_that_has_them(tmp_path, kin
     assert page.index('id="retainers"') < page.index('id="stacks"')
 
 
+def snapshot_profile(snapshot=None):
+    """fixed_profile in version 4: a snapshot whose one site, Shop.Cart.add
+    (its first stack), is held from a stack frame through an unsampled
+    cons cell, three hops not recorded and a continuation."""
+    doc = to_version3(fixed_profile())
+    table = doc["frame_table"]
+    frames = doc["stacks"][0]["frames"]
+    assert table[frames[1]]["function"] == "Shop.Cart.add"
+    doc["version"] = 4
+    doc["snapshot"] = snapshot or {
+        "at": "exit", "taken": True, "walk": "breadth-first", "sites_limit": 20,
+        "reachable_blocks": 500, "tracked_blocks": 90, "tracked_reachable": 50,
+        "table_bytes": 4096,
+        "sites": [{"frames": frames, "live_blocks": 40, "live_samples": 40,
+                   "live_words": 120, "shared_samples": 30, "shared_words": 90,
+                   "root": {"kind": "stack", "function": "Shop.main", "file": "shop/main.ml",
+                            "line": 3},
+                   "depth": 6,
+                   "path": [{"tag": 0, "size": 2, "field": 0}, {"elided": 3},
+                            {"tag": 245, "size": 9, "field": None},
+                            {"tag": 252, "size": 4, "frames": frames}]}]}
+    return doc
+
+
+def test_a_snapshot_gives_its_site_a_path_hop_by_hop(tmp_path):
+    v = view.load_view(write_json(tmp_path / "s.json", snapshot_profile()))
+    cart = v.sites[0]
+    assert cart.key == "Shop.Cart.add @ shop/cart.ml" and not v.sites[1].retainers
+    [p] = cart.retainers
+    assert p.root == "stack frame of Shop.main (shop/main.ml:3)"
+    assert p.words == pytest.approx(30 / 1e-3) and p.stack_live == pytest.approx(40 / 1e-3)
+    assert p.hops == [
+        view.Hop(site=None, tag="tag 0", words=2, field=0),
+        view.Hop(site=None, elided=3),
+        view.Hop(site=None, tag="continuation", words=9),
+        view.Hop(site="Shop.Cart.add @ shop/cart.ml", tag="string", words=4,
+                 inner="Stdlib__Bytes.create")]
+    assert dict(v.facts)["snapshot"].startswith("at exit, breadth first: 1 stack(s) with a "
+                                                "retainer path (at most 20), for 1 of the "
+                                                "sites below")
+    page = render_view(v)
+    held = page[page.index('<section id="held">'):]
+    held = held[:held.index("</section>")]
+    assert ("<li>root: stack frame of Shop.main (shop/main.ml:3)</li>"
+            "<li>a block not sampled (tag 0, 2 words, field 0)</li>"
+            "<li>… 3 hop(s) not recorded …</li>"
+            "<li>a block not sampled (continuation, 9 words)</li>"
+            "<li><code>Shop.Cart.add @ shop/cart.ml</code> (in Stdlib__Bytes.create, string, "
+            "4 words)</li>") in held
+    # The site's stack holds all its live samples: "of its live words".
+    assert "30.0 k words of its live words share the first hops" in held
+    assert page.index('id="held"') < page.index('id="top-sites"') < page.index('id="retainers"')
+
+
+def test_a_snapshot_not_taken_says_why_and_draws_no_path(tmp_path):
+    doc = snapshot_profile({"at": "exit", "taken": False, "reason": "live=gc"})
+    v = view.load_view(write_json(tmp_path / "s.json", doc))
+    assert dict(v.facts)["snapshot"] == "not taken: live=gc"
+    page = render_view(v)
+    assert not v.has_retainers and 'id="held"' not in page and 'id="retainers"' not in page
+
+
 # ------------------------------------------------------------ bad input
 
 def garbage_ctf(tmp_path):
@@ -247,15 +395,19 @@ def bad_inputs(tmp_path):
     doc["totals"]["samples"] += 1
     write_json(d / "bad-totals.json", doc)
     (d / "cut.ctf").write_bytes(open(MEMTRACE, "rb").read()[:5000])
+    doc = snapshot_profile()
+    doc["snapshot"]["sites"][0]["root"] = {"kind": "heap"}
+    write_json(d / "bad-snapshot.json", doc)
     (d / "sub").mkdir()
     return {"missing": d / "nothere.json", "directory": d / "sub", "empty": d / "empty.json",
             "corrupt JSON": d / "corrupt.json", "unknown format": d / "other.json",
             "inconsistent profile": d / "bad-totals.json", "truncated CTF": d / "cut.ctf",
+            "malformed snapshot": d / "bad-snapshot.json",
             "garbage CTF": garbage_ctf(d)}
 
 
 CASES = ("missing", "directory", "empty", "corrupt JSON", "unknown format",
-         "inconsistent profile", "truncated CTF", "garbage CTF")
+         "inconsistent profile", "malformed snapshot", "truncated CTF", "garbage CTF")
 
 
 @pytest.mark.parametrize("case", CASES)

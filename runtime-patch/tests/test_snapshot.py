@@ -10,7 +10,6 @@ with some probability.
 import json
 
 import jsonschema
-import pytest
 
 from runtime_testlib import SCHEMA, run
 
@@ -138,6 +137,25 @@ def test_sites_limit_keeps_the_heaviest(build, tmp_path):
     by_frames = {json.dumps(st["frames"]): st for st in full["stacks"]}
     for s in sites:
         assert by_frames[json.dumps(s["frames"])]["live_samples"] == s["live_samples"]
+
+
+def test_with_stacks_cut_past_the_budget(build, tmp_path):
+    """Without stacks=site, native code keeps whole stacks within stackmem;
+    at stackmem=0 every new stack is cut to its site's slots and its line
+    says "cut". The snapshot names sites by those lines: the kept site's
+    path is the same, and its frames are a cut line with its live samples."""
+    exe = build("snapshot_cache")
+    doc, res = snapshot_of(exe, tmp_path, "rate=1,seed=1,stackmem=0,snapshot=exit,out={out}")
+    assert doc["version"] == 4 and doc["config"]["stackmem"] == 0
+    assert "stacks" not in doc["config"]
+    kept = site_named(doc, "Snapshot_cache.make_kept")
+    assert kept is not None and kept["live_blocks"] == 200
+    assert kept["root"] == {"kind": "global", "unit": "Snapshot_cache", "field": 0}
+    assert [h["size"] for h in kept["path"]] == [4, int(res.stdout), 3, 5]
+    lines = [st for st in doc["stacks"] if st["frames"] == kept["frames"]]
+    assert len(lines) == 1 and lines[0].get("cut") is True
+    assert lines[0]["live_samples"] == kept["live_samples"] == 200 * 6
+    assert site_named(doc, "Snapshot_cache.make_dropped") is None
 
 
 def test_not_taken_says_why(build, tmp_path):
