@@ -22,8 +22,8 @@
  * 3. Memory, all of it C memory (malloc), none on the OCaml heap, and no
  *    collection run or moved (the minor heap is emptied first, as
  *    without a snapshot):
- *    - the visited bitmap of memprof_reach.c: 1/64 of the address span
- *      of the heap's regions, as without a snapshot;
+ *    - the visited bitmap of memprof_reach.c: 1/128 of the address
+ *      span of the heap's regions, as without a snapshot;
  *    - the queue, which is also the parent map: 16 bytes for each
  *      reachable block that has fields to follow (its address, the
  *      queue index of its parent and that of its root), kept until the
