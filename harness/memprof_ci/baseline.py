@@ -33,6 +33,12 @@ words at the peak of runs with the GC's schedule dithered; one line per
 run and per site) is validated into meta["schedule"]; a baseline without
 it loads with no such key, and its GC and peak checks then use
 gc_timing_tolerance and the sampling test alone.
+
+The optional "retainers" section (retention.py: the retaining path of each
+site live at exit that a heap snapshot of the baseline's code gave one, one
+line per site) is validated into meta["retainers"]; a baseline without it
+loads with no such key, and a failing site's report then says that the
+baseline has no path recorded.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import os
 import subprocess
 from collections import Counter
 
+from . import retention
 from . import validate as V
 from .errors import InputError
 from .overhead import parse_record
@@ -69,7 +76,7 @@ def git_commit(cwd: str | None = None) -> str | None:
 
 def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
                 commit: str | None, plan: dict | None = None,
-                schedule: dict | None = None) -> dict:
+                schedule: dict | None = None, retainers: dict | None = None) -> dict:
     return {
         "format": FORMAT, "version": VERSION,
         "profile_format_version": PROFILE_VERSION,
@@ -90,6 +97,7 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "sites": {k: s.to_json() for k, s in sorted(agg.sites.items())},
         **({"stacks": stacks_document(agg)} if agg.stacks is not None else {}),
         **({"schedule": schedule} if schedule is not None else {}),
+        **({"retainers": retainers} if retainers is not None else {}),
     }
 
 
@@ -112,7 +120,7 @@ def dumps(doc: dict) -> str:
     parts = []
     for k in sorted(doc):
         v = doc[k]
-        if k == "sites" and v:
+        if k in ("sites", "retainers") and v:
             inner = ",\n".join(f"    {one(sk)}: {one(sv)}" for sk, sv in sorted(v.items()))
             parts.append(f"  {one(k)}: {{\n{inner}\n  }}")
         elif k == "stacks" and v:
@@ -359,6 +367,8 @@ def parse_baseline(doc, path: str) -> Aggregate:
                 "path": path}
         if doc.get("schedule") is not None:
             meta["schedule"] = parse_schedule(doc["schedule"])
+        if doc.get("retainers") is not None:
+            meta["retainers"] = retention.parse_section(doc["retainers"])
         if doc.get("stacks") is not None:
             agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
                                                    agg.total_live)

@@ -25,7 +25,7 @@ import traceback
 
 import pytest
 
-from . import against, atomicio, bisection, measured, runner, runstore
+from . import against, atomicio, bisection, measured, retention, runner, runstore
 from . import baseline as bl
 from .cliargs import build_parser
 from .context import Context
@@ -362,6 +362,7 @@ def _run_check(args) -> int:
         if getattr(args, "reference", None):
             ctx.report["reference"] = args.reference
         ret = _run_items(ctx, args, args.report_dir)
+        retention.explain(ctx)
         rep = finish_report(ctx, ret)
         running = patch_ids if ctx.run_entries is not None else \
             [runner.patch_id()]

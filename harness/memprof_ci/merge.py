@@ -31,6 +31,26 @@ _STR = {"type": "string", "maxLength": 100_000}
 _STR_OR_NULL = {"type": ["string", "null"], "maxLength": 100_000}
 _COUNT = {"type": "integer", "minimum": 0, "maximum": 2 ** 53}
 _PROB = {"type": "number", "minimum": 0, "maximum": 1}
+# A path record of retention.py, and a flagged row's "retention".
+_PATH = {
+    "type": ["object", "null"],
+    "required": ["root", "hops", "live_words", "shared_words"],
+    "additionalProperties": False,
+    "properties": {
+        "root": _STR, "live_words": {"type": "number", "minimum": 0},
+        "shared_words": {"type": "number", "minimum": 0},
+        "hops": {"type": "array", "minItems": 1, "maxItems": 64, "items": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"site": _STR_OR_NULL, "tag": _STR, "words": _COUNT,
+                           "elided": _COUNT}}},
+    },
+}
+_RETENTION = {
+    "type": "object", "required": ["current", "baseline", "changed"],
+    "additionalProperties": False,
+    "properties": {"current": _PATH, "baseline": _PATH, "changed": {"type": "boolean"},
+                   "why": _STR, "baseline_why": _STR},
+}
 
 _ROW = {
     "type": "object",
@@ -53,7 +73,7 @@ _ROW = {
         "min_effect": {"type": "number", "minimum": 0},
         "min_share": {"type": "number", "minimum": 0, "maximum": 1},
         "mde": _NUM_OR_NULL, "p_adj": _NUM_OR_NULL, "p_adj_decrease": _NUM_OR_NULL,
-        "status": _STR,
+        "status": _STR, "retention": _RETENTION,
     },
 }
 _GC_ROW = {

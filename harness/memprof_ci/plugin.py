@@ -21,7 +21,7 @@ import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import exactplan, overhead, runner, schedule
+from . import exactplan, overhead, retention, runner, schedule
 from . import plan as P
 from . import verdict as V
 from .context import Context
@@ -233,6 +233,8 @@ class UpdateItem(CheckItem):
         self.agg = self.ctx.profiles(self.bench)
         self.plan = self._plan()
         self.schedule = schedule.measure(self.benchmark, self.ctx.work_dir)
+        paths, why = retention.snapshot_run(self.benchmark, self.ctx.work_dir)
+        self.retainers = None if why else paths
         self.ov = (None if self.ctx.no_overhead else
                    overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
                                     time_threshold=self.benchmark.overhead_budget))
@@ -277,7 +279,8 @@ class UpdateItem(CheckItem):
 
     def runtest(self):
         doc = bl.to_document(self.agg, self.ov, runner.patch_id(),
-                             bl.git_commit(), plan=self.plan, schedule=self.schedule)
+                             bl.git_commit(), plan=self.plan, schedule=self.schedule,
+                             retainers=self.retainers)
         path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
         atomicio.write_atomic(path, bl.dumps(doc))
         r = self.ctx.result(self.bench)

@@ -12,13 +12,14 @@ The terminal follows benchstat: the headline and the status table always,
 a benchmark's site table only when one of its sites changed significantly
 (every benchmark's with verbose=True).  A site that moves.pair_renames
 folded into its new name (`renamed_to`) is never listed on its own; the
-merged row reads "new (renamed or moved from old)".  report_html.py renders
-the same dictionary as HTML.
+merged row reads "new (renamed or moved from old)".  The retaining paths of
+failing live and peak sites (retention.py) follow the regressions, worded
+by report_retention.py.  report_html.py renders the same dictionary as HTML.
 """
 
 from __future__ import annotations
 
-from . import mdsafe
+from . import mdsafe, report_retention
 from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_text,
                   site_name, worst_first)
 from .report_doc import CHECKS
@@ -250,6 +251,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.extend("  " + mdsafe.printable(x) for x in lines)
     out += _changed_sites("Regressions (worst first):",
                           worst_first(all_site_rows(report, "regression")))
+    out += report_retention.terminal(report)
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
@@ -362,6 +364,7 @@ def _md_verdict_tables(report: dict) -> list:
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
+    out += report_retention.markdown(report)
     peaks = peak_lines(report)
     if peaks:
         out.append("### Peak memory")

@@ -4,7 +4,8 @@ Rendered from the same decided report dictionary as report.md and
 report.json (report_doc.py), plus the per-benchmark "stacks" entry of
 stackgraph.py.  The first screen holds the verdict, the regressed site rows
 (largest increase in bytes first) and the icicle graph of the worst one's
-heaviest stacks, baseline against current (stackgraph.focus_data).  Then
+heaviest stacks, baseline against current (stackgraph.focus_data), and
+what holds each failing live or peak site (report_retention.py).  Then
 the status of every benchmark and, per benchmark: the status row and
 overhead (fmt.overhead_text: the counted estimate, and time with its
 spread), a sortable table of the sites that changed with the unchanged
@@ -46,7 +47,7 @@ import os
 import re
 import urllib.parse
 
-from . import mdsafe
+from . import mdsafe, report_retention
 from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
@@ -364,6 +365,7 @@ def render_html(report: dict, env=None) -> str:
             "legend_regressed": LEGEND_REGRESSED, "legend_plain": LEGEND_PLAIN}
     regs = _regressions(report, names)
     out.append(_focus_section(report, names, regs, data))
+    out.append(report_retention.html(report, esc))
     out.append(_status_table(report, names))
     peaks = peak_lines(report)
     if peaks:

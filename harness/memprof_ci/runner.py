@@ -52,7 +52,8 @@ def patch_id(env=None) -> str | None:
 
 
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
-                      trace: str | None = None, per_process: bool = False) -> str:
+                      trace: str | None = None, per_process: bool = False,
+                      snapshot_sites: int | None = None) -> str:
     """The OCAMLMEMPROF value for these settings.  Paths are taken
     literally (a `%` is written `%%` and a comma `%,`; spaces need no
     escape); with `per_process`, the profile's
@@ -60,7 +61,8 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
     repeated with one setting each write a new file instead of replacing
     the last one (replacing a large file costs its removal, which is not
     the profiler's cost).  At rate 1 the stacks are cut at their sites
-    (`stacks=site`)."""
+    (`stacks=site`).  With `snapshot_sites`, the exit also writes a heap
+    snapshot with retainer paths for that many sites (`snapshot=exit`)."""
     out = _literal(out)
     if per_process:
         root, ext = os.path.splitext(out)
@@ -71,6 +73,8 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
         # stacks=site), which keeps the profile small and gives the same
         # site table as whole stacks.
         spec += ",stacks=site"
+    if snapshot_sites is not None:
+        spec += f",snapshot=exit,snapshot_sites={int(snapshot_sites)}"
     return spec + f",trace={_literal(trace)}" if trace else spec
 
 
@@ -116,10 +120,11 @@ def _cpu_limiter(seconds: float | None):
 
 def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dict | None = None,
              argv0: str | None = None, tag: str = "", usage: dict | None = None,
-             cpu_limit: float | None = None) -> str:
+             cpu_limit: float | None = None, snapshot_sites: int | None = None) -> str:
     """One profiled run; `extra_env`, `argv0` (the program's argv[0], the
     same file) and `tag` (in the profile's name) serve the GC schedule's
-    dithered runs (schedule.py).  `usage["cpu"]` gains the run's CPU
+    dithered runs (schedule.py); `snapshot_sites` the run with a heap
+    snapshot at exit (retention.py).  `usage["cpu"]` gains the run's CPU
     seconds; with `cpu_limit`, a run past that much CPU time is stopped and
     raises CpuLimit."""
     os.makedirs(out_dir, exist_ok=True)
@@ -129,7 +134,7 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
         if stale and os.path.lexists(stale):
             os.unlink(stale)
     env = bench_env(bench, dict(extra_env or {}, OCAMLMEMPROF=memprof_env_value(
-        bench.rate, seed, bench.frames, out, ctf)))
+        bench.rate, seed, bench.frames, out, ctf, snapshot_sites=snapshot_sites)))
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")

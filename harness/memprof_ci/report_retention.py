@@ -1,0 +1,144 @@
+"""Rendering the retaining paths of failing sites, for report.md, the
+terminal and report.html.
+
+retention.py decides which rows carry a path and whether it changed
+(row["retention"]: the current and baseline path records, "changed", and
+"why" / "baseline_why" when one side has none); this module only words
+them.  Each flagged row reads as a headline, then the current path and the
+baseline's path (or why there is none):
+
+    now held by global Cache, field 2, through a block of
+    Stdlib.Hashtbl.create @ hashtbl.ml (tag 0, 16 words); was held by ...
+
+A changed path is the headline ("now held by ..."); an unchanged one reads
+"held by ..., as in the baseline"; a path with no baseline path reads
+"held by ..." and the baseline's reason.  Invariants: every string reaches
+Markdown through mdsafe and HTML through the caller's escape function;
+nothing is decided here.
+"""
+
+from __future__ import annotations
+
+from . import mdsafe
+from .fmt import fmt_words
+
+CHECK_WORDS = {"live": "live at exit", "peak": "live at the peak"}
+
+
+def flagged_rows(report: dict) -> list:
+    """(benchmark, row) of each row that carries a "retention", in
+    benchmark, check and site order."""
+    out = []
+    for name, b in sorted(report["benchmarks"].items()):
+        for key in ("live", "peak"):
+            out += [(name, r) for r in b.get(key) or []
+                    if isinstance(r, dict) and isinstance(r.get("retention"), dict)]
+    return out
+
+
+def _hop_text(h: dict) -> str:
+    if "elided" in h:
+        return f"({h['elided']} hops not recorded)"
+    what = h["site"] if h.get("site") is not None else "a block not sampled"
+    return f"{what} ({h.get('tag')}, {h.get('words')} words)"
+
+
+def holder_text(rec: dict) -> str:
+    """The root, and the sampled hop nearest above the site's block."""
+    near = next((h for h in reversed(rec["hops"][:-1]) if h.get("site") is not None), None)
+    if near is None:
+        return rec["root"]
+    return f"{rec['root']}, through a block of {_hop_text(near)}"
+
+
+def path_text(rec: dict) -> str:
+    """The whole path on one line, root first, down to the site's block."""
+    return " → ".join([rec["root"]] + [_hop_text(h) for h in rec["hops"]])
+
+
+def headline(ret: dict) -> str:
+    cur, old = ret.get("current"), ret.get("baseline")
+    if cur is None:
+        return ret.get("why") or "no path"
+    if ret.get("changed"):
+        return f"now held by {holder_text(cur)}; was held by {holder_text(old)}"
+    if old is not None:
+        return f"held by {holder_text(cur)}, as in the baseline"
+    return f"held by {holder_text(cur)}"
+
+
+def details(ret: dict) -> list:
+    """("current" | "baseline", path or None, words) lines under the
+    headline: the path on one line (None: no path, and `words` says why)."""
+    cur, old = ret.get("current"), ret.get("baseline")
+    out = []
+    if cur is not None:
+        out.append(("current", path_text(cur),
+                    f"{fmt_words(cur['shared_words'])} of its stack's "
+                    f"{fmt_words(cur['live_words'])} live at exit share the first hops"))
+    if old is not None:
+        out.append(("baseline", path_text(old), ""))
+    else:
+        out.append(("baseline", None, (ret.get("baseline_why") or "baseline: no path recorded")
+                    .removeprefix("baseline: ")))
+    return out
+
+
+def markdown(report: dict) -> list:
+    """The "What holds them" section of report.md, or nothing."""
+    rows = flagged_rows(report)
+    if not rows:
+        return []
+    out = ["### What holds them (retaining paths of the failing sites)", ""]
+    for name, r in rows:
+        ret = r["retention"]
+        check = CHECK_WORDS.get(r.get("check"), str(r.get("check")))
+        head = headline(ret)
+        if ret.get("changed"):
+            head = f"**{mdsafe.text(head, limit=mdsafe.MESSAGE_LIMIT)}**"
+        else:
+            head = mdsafe.text(head, limit=mdsafe.MESSAGE_LIMIT)
+        out.append(f"- {mdsafe.text(name)}, {mdsafe.code(str(r.get('site')))} ({check}): "
+                   f"{head}")
+        for side, text, words in details(ret):
+            shown = [mdsafe.code(text, limit=mdsafe.MESSAGE_LIMIT, cell=False)] if text else []
+            shown += [mdsafe.text(words, limit=mdsafe.MESSAGE_LIMIT)] if words else []
+            out.append(f"  - {side}: " + "; ".join(shown))
+    out.append("")
+    return out
+
+
+def terminal(report: dict) -> list:
+    """The headline of each flagged row, one line each, or nothing."""
+    rows = flagged_rows(report)
+    if not rows:
+        return []
+    out = ["", "What holds them:"]
+    out += [mdsafe.printable(f"  {name}: {r.get('site')} ({r.get('check')}): "
+                             f"{headline(r['retention'])}") for name, r in rows]
+    return out
+
+
+def html(report: dict, esc) -> str:
+    """The section of report.html (`esc` escapes and clips a string)."""
+    rows = flagged_rows(report)
+    if not rows:
+        return ""
+    out = ['<section id="retention"><h2>What holds them</h2><ul class="retention">']
+    for name, r in rows:
+        ret = r["retention"]
+        cls = "held changed" if ret.get("changed") else "held"
+        head = esc(headline(ret), mdsafe.MESSAGE_LIMIT)
+        if ret.get("changed"):
+            head = f"<strong>{head}</strong>"
+        check = CHECK_WORDS.get(r.get("check"), str(r.get("check")))
+        out.append(f'<li class="{cls}" data-site="{esc(r.get("site"))}">{esc(name)}, '
+                   f'<code>{esc(r.get("site"))}</code> ({esc(check)}): '
+                   f'<span class="headline">{head}</span><ul>')
+        for side, text, words in details(ret):
+            shown = [f"<code>{esc(text, mdsafe.MESSAGE_LIMIT)}</code>"] if text else []
+            shown += [esc(words, mdsafe.MESSAGE_LIMIT)] if words else []
+            out.append(f'<li class="{side}">{side}: ' + "; ".join(shown) + "</li>")
+        out.append("</ul></li>")
+    out.append("</ul></section>")
+    return "".join(out)

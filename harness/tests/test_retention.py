@@ -1,0 +1,142 @@
+"""Retaining paths of failing sites (retention.py decides, report_retention.py
+words them): the decision on fixed rows, and a golden Markdown rendering.
+
+1. retention.attach gives a path only to rows that fail the live or peak
+   check; it marks a path "changed" when the root or the sampled sites on
+   the way differ from the baseline's, not when only a hop's size does;
+   without a baseline section the row says "baseline: no path recorded".
+2. golden/retention.md pins report.md's section for three failing sites:
+   a changed path (the headline, in bold: "now held by ..."), a path
+   whose baseline has none, and a peak site not live at exit.  Regenerate
+   after an intended change with MEMPROF_CI_UPDATE_GOLDEN=1.
+3. A malformed "retainers" section of a baseline is one line naming the
+   file (InputError); a malformed snapshot in the extra run's profile is an
+   error of the report (exit 2) that keeps the decided rows.
+"""
+
+import json
+import os
+
+import pytest
+
+from harness_testlib import HERE, REPO
+from memprof_ci import baseline, report_retention, retention, verdict
+from memprof_ci.errors import InputError
+from memprof_ci.report import render_markdown, render_terminal
+from memprof_ci.report_doc import new_report
+
+GOLDEN = os.path.join(HERE, "golden", "retention.md")
+PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
+CACHED = "Cache.remember @ cache.ml"
+LOGGED = "Log.entry @ log.ml"
+BURST = "Parse.burst @ parse.ml"
+QUIET = "Main.quiet @ main.ml"
+TABLE = "Stdlib.Hashtbl.create @ hashtbl.ml"
+QUEUE = "Stdlib.Queue.push @ queue.ml"
+
+
+def info(site):
+    fn, fl = site.split(" @ ")
+    return {"file": fl, "function": fn, "line": None, "via": None, "lines": {"1": 1}}
+
+
+def rows(name, check, base, cur, e=1e-3):
+    return verdict.stats.site_rows(name, check, {k: (n, info(k)) for k, n in cur.items()},
+                                   {k: (n, info(k)) for k, n in base.items()},
+                                   sum(cur.values()), sum(base.values()), e, e, PARAMS)
+
+
+def path(root, *hops, live=4096.0, shared=4096.0):
+    return {"root": root, "hops": [{"site": s, "tag": t, "words": w} for s, t, w in hops],
+            "live_words": live, "shared_words": shared}
+
+
+NOW = path("global Cache, field 2", (None, "tag 0", 3), (TABLE, "tag 0", 16),
+           (None, "tag 0", 3), (CACHED, "tag 0", 4))
+WAS = path("global Log, field 0", (QUEUE, "tag 0", 3), (CACHED, "tag 0", 4),
+           live=512.0, shared=512.0)
+
+
+def fixed_report():
+    rep = new_report("check")
+    live = rows("leaky", "live", {CACHED: 40, LOGGED: 0, QUIET: 3000},
+                {CACHED: 900, LOGGED: 700, QUIET: 3000})
+    peak = rows("leaky", "peak", {BURST: 100, QUIET: 3000}, {BURST: 2000, QUIET: 3000})
+    rep["benchmarks"]["leaky"] = {
+        "name": "leaky", "settings": dict(PARAMS), "notes": [], "overhead": None,
+        "alloc": [], "live": live, "peak": peak, "gc": [],
+        "checks": {c: {"outcome": "passed", "message": ""} for c in ("alloc_sites", "live")}}
+    verdict.decide(rep)
+    b = rep["benchmarks"]["leaky"]
+    current = {CACHED: NOW, LOGGED: path("stack frame of Log.run (log.ml:30)",
+                                         (LOGGED, "tag 0", 2)), QUIET: NOW}
+    retention.attach(retention.flagged(b), current, None, {CACHED: WAS, QUIET: NOW},
+                     {CACHED, LOGGED, QUIET})
+    return rep
+
+
+def by_site(rep):
+    b = rep["benchmarks"]["leaky"]
+    return {(r["check"], r["site"]): r for r in b["live"] + b["peak"]}
+
+
+def test_only_failing_rows_get_a_path_and_a_changed_one_is_marked():
+    rs = by_site(fixed_report())
+    assert {k for k, r in rs.items() if r["status"] == "regression"} == {
+        ("live", CACHED), ("live", LOGGED), ("peak", BURST)}
+    assert [k for k, r in rs.items() if "retention" in r] == [
+        ("live", CACHED), ("live", LOGGED), ("peak", BURST)]
+    cached = rs[("live", CACHED)]["retention"]
+    assert cached["current"] == NOW and cached["baseline"] == WAS and cached["changed"]
+    logged = rs[("live", LOGGED)]["retention"]
+    assert not logged["changed"] and logged["baseline"] is None
+    assert logged["baseline_why"].startswith("baseline: no path for this site")
+    burst = rs[("peak", BURST)]["retention"]
+    assert burst["current"] is None and burst["why"] == (
+        "no path: not live at exit, where the snapshot is taken")
+
+
+def test_a_grown_table_is_the_same_path_and_no_section_says_no_path_recorded():
+    grown = json.loads(json.dumps(NOW))
+    grown["hops"][1]["words"] = 1024
+    row = {"check": "live", "site": CACHED, "status": "regression"}
+    retention.attach([row], {CACHED: grown}, None, {CACHED: NOW}, {CACHED})
+    assert row["retention"]["changed"] is False
+    assert report_retention.headline(row["retention"]).endswith(", as in the baseline")
+    retention.attach([row], {CACHED: grown}, None, None, {CACHED})
+    assert row["retention"]["baseline_why"] == "baseline: no path recorded"
+
+
+def test_golden_markdown_section():
+    md = render_markdown(fixed_report())
+    start = md.index("### What holds them")
+    got = md[start:md.index("\n### ", start + 1) + 1]
+    if os.environ.get("MEMPROF_CI_UPDATE_GOLDEN") == "1":
+        with open(GOLDEN, "w", encoding="utf-8") as fh:
+            fh.write(got)
+    with open(GOLDEN, encoding="utf-8") as fh:
+        assert got == fh.read(), "regenerate with MEMPROF_CI_UPDATE_GOLDEN=1 if intended"
+    assert ("**now held by global Cache, field 2, through a block of "
+            f"{TABLE} (tag 0, 16 words); was held by global Log, field 0, through a block "
+            f"of {QUEUE} (tag 0, 3 words)**") in got
+
+
+def test_terminal_lists_each_headline():
+    text = render_terminal(fixed_report())
+    assert f"  leaky: {CACHED} (live): now held by global Cache, field 2" in text
+    assert f"  leaky: {BURST} (peak): no path: not live at exit" in text
+
+
+def test_a_malformed_retainers_section_names_the_baseline(tmp_path):
+    with open(os.path.join(REPO, "baselines", "leak.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    p = tmp_path / "leak.json"
+    doc["retainers"] = {CACHED: NOW}
+    p.write_text(json.dumps(doc))
+    assert baseline.load_baseline(str(p)).meta["retainers"] == {CACHED: NOW}
+    doc["retainers"] = {CACHED: dict(NOW, hops=[])}
+    p.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as e:
+        baseline.load_baseline(str(p))
+    msg = str(e.value)
+    assert msg.startswith(f"{p}: malformed baseline: ") and "hops" in msg and "\n" not in msg
