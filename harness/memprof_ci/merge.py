@@ -42,7 +42,7 @@ _PATH = {
         "hops": {"type": "array", "minItems": 1, "maxItems": 64, "items": {
             "type": "object", "additionalProperties": False,
             "properties": {"site": _STR_OR_NULL, "tag": _STR, "words": _COUNT,
-                           "elided": _COUNT}}},
+                           "inner": _STR, "elided": _COUNT}}},
     },
 }
 _RETENTION = {

@@ -40,7 +40,8 @@ def _hop_text(h: dict) -> str:
     if "elided" in h:
         return f"({h['elided']} hops not recorded)"
     what = h["site"] if h.get("site") is not None else "a block not sampled"
-    return f"{what} ({h.get('tag')}, {h.get('words')} words)"
+    inner = f"{h['inner']}, " if h.get("inner") else ""
+    return f"{what} ({inner}{h.get('tag')}, {h.get('words')} words)"
 
 
 def holder_text(rec: dict) -> str:
@@ -52,8 +53,23 @@ def holder_text(rec: dict) -> str:
 
 
 def path_text(rec: dict) -> str:
-    """The whole path on one line, root first, down to the site's block."""
-    return " → ".join([rec["root"]] + [_hop_text(h) for h in rec["hops"]])
+    """The whole path on one line, root first, down to the site's block; a
+    run of blocks not sampled with one tag and size (a list's cells) reads
+    as one step, "12 blocks not sampled (tag 0, 2 words each)"."""
+    parts, run, n = [rec["root"]], None, 0
+    for h in rec["hops"] + [None]:
+        key = (None if h is None or "elided" in h or h.get("site") is not None
+               else (h.get("tag"), h.get("words")))
+        if key is not None and key == run:
+            n += 1
+            continue
+        if run is not None:
+            parts.append(_hop_text({"site": None, "tag": run[0], "words": run[1]}) if n == 1
+                         else f"{n} blocks not sampled ({run[0]}, {run[1]} words each)")
+        run, n = key, 1
+        if h is not None and key is None:
+            parts.append(_hop_text(h))
+    return " → ".join(parts)
 
 
 def headline(ret: dict) -> str:

@@ -69,7 +69,9 @@ def _hop_site(frames: list, grouping: str) -> str:
 def record(entry: dict, grouping: str, rate: float) -> dict:
     """A snapshot site (snapshot.py) as the path record the report and the
     baseline carry: root in words, hops root first ({"site" or null,
-    "tag", "words"}, or {"elided": n}), and the live words of the site's
+    "tag", "words", and "inner": the innermost function of a sampled hop's
+    stack when it is not the site's, e.g. Stdlib__Hashtbl.resize for a
+    table's bucket array; or {"elided": n}), and the live words of the site's
     stack and those sharing the path's first hops (estimates: samples /
     rate)."""
     hops = []
@@ -77,8 +79,13 @@ def record(entry: dict, grouping: str, rate: float) -> dict:
         if "elided" in h:
             hops.append({"elided": h["elided"]})
             continue
-        site = _hop_site(h["frames"], grouping) if "frames" in h else None
-        hops.append({"site": site, "tag": tag_name(h["tag"]), "words": h["size"]})
+        hop = {"site": None, "tag": tag_name(h["tag"]), "words": h["size"]}
+        if "frames" in h:
+            hop["site"] = _hop_site(h["frames"], grouping)
+            inner = next((f["function"] for f in h["frames"] if f.get("function")), None)
+            if inner is not None and not hop["site"].startswith(inner + " @ "):
+                hop["inner"] = inner
+        hops.append(hop)
     return {"root": root_text(entry["root"]), "hops": hops,
             "live_words": entry["live_samples"] / rate,
             "shared_words": entry["shared_samples"] / rate}
@@ -116,11 +123,15 @@ def parse_record(rec, where: str) -> dict:
         if isinstance(h, dict) and set(h) == {"elided"}:
             out.append({"elided": validate.count(h["elided"], f"{w}.elided")})
             continue
-        if not isinstance(h, dict) or set(h) != {"site", "tag", "words"}:
-            raise InputError(f"{w} must have exactly site, tag, words (or elided)")
-        out.append({"site": validate.text(h["site"], f"{w}.site", optional=True, limit=1000),
-                    "tag": validate.text(h["tag"], f"{w}.tag", limit=40),
-                    "words": validate.count(h["words"], f"{w}.words")})
+        if not isinstance(h, dict) or not {"site", "tag", "words"} <= set(h) <= {
+                "site", "tag", "words", "inner"}:
+            raise InputError(f"{w} must have site, tag, words and maybe inner (or elided)")
+        hop = {"site": validate.text(h["site"], f"{w}.site", optional=True, limit=1000),
+               "tag": validate.text(h["tag"], f"{w}.tag", limit=40),
+               "words": validate.count(h["words"], f"{w}.words")}
+        if "inner" in h:
+            hop["inner"] = validate.text(h["inner"], f"{w}.inner", limit=1000)
+        out.append(hop)
     if "elided" in out[-1]:
         raise InputError(f"{where}.hops ends with elided hops, not the site's block")
     return {"root": root, "hops": out,

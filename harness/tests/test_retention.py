@@ -6,7 +6,8 @@ words them): the decision on fixed rows, and a golden Markdown rendering.
    the way differ from the baseline's, not when only a hop's size does;
    without a baseline section the row says "baseline: no path recorded".
 2. golden/retention.md pins report.md's section for three failing sites:
-   a changed path (the headline, in bold: "now held by ..."), a path
+   a changed path (the headline, in bold: "now held by ..."; the
+   baseline's path has a run of list cells, shown as one step), a path
    whose baseline has none, and a peak site not live at exit.  Regenerate
    after an intended change with MEMPROF_CI_UPDATE_GOLDEN=1.
 3. A malformed "retainers" section of a baseline is one line naming the
@@ -53,7 +54,8 @@ def path(root, *hops, live=4096.0, shared=4096.0):
 
 NOW = path("global Cache, field 2", (None, "tag 0", 3), (TABLE, "tag 0", 16),
            (None, "tag 0", 3), (CACHED, "tag 0", 4))
-WAS = path("global Log, field 0", (QUEUE, "tag 0", 3), (CACHED, "tag 0", 4),
+WAS = path("global Log, field 0", (QUEUE, "tag 0", 3), (None, "tag 0", 2), (None, "tag 0", 2),
+           (CACHED, "tag 0", 4),
            live=512.0, shared=512.0)
 
 
