@@ -16,6 +16,7 @@ screenshot of it is kept (retention-1400.png, chromium_cdp.keep).
 
 import html
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -119,3 +120,45 @@ def test_report_html_shows_the_path_in_chromium(caught):
         box = rect(br, "#retention")
         assert box and box["width"] <= 1400 and box["height"] > 0, box
         keep(br, "retention-1400.png", at="#retention")
+
+
+WRAP = """\
+import json, os, re, subprocess, sys
+r = subprocess.run(["./leaky.exe"], stdout=subprocess.DEVNULL)
+spec = os.environ["OCAMLMEMPROF"]
+if r.returncode == 0 and "snapshot=exit" in spec:
+    out = re.search(r"out=((?:%.|[^,%])*)", spec).group(1)
+    out = re.sub("%(.)", r"\\1", out)
+    doc = json.load(open(out))
+    doc["snapshot"]["sites"][0]["depth"] += 1
+    json.dump(doc, open(out, "w"))
+sys.exit(r.returncode)
+"""
+
+
+@pytest.mark.needs_runtime
+def test_a_malformed_snapshot_is_one_line_naming_the_file_and_keeps_the_report(
+        caught, tmp_path):
+    """The extra run's profile has a snapshot whose depth is not its path's
+    length: exit 2, one line naming that profile, and the report is still
+    written with the decided rows."""
+    work, _ = caught
+    shutil.copytree(work / "baselines", tmp_path / "baselines")
+    shutil.copy(work / "leaky.exe", tmp_path / "leaky.exe")
+    (tmp_path / "wrap.py").write_text(WRAP)
+    (tmp_path / "benchmarks.toml").write_text(MANIFEST.replace(
+        'command = ["./leaky.exe"]', 'command = ["/usr/bin/python3", "wrap.py"]'))
+    r = run_cli(["check", "--manifest", "benchmarks.toml", "--no-overhead",
+                 "--report-dir", "rep"], cwd=str(tmp_path), timeout=300)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    bad = [x for x in r.stderr.splitlines() if "retaining paths" in x]
+    assert len(bad) == 1, r.stderr
+    assert re.search(r"leaky\.1\.snapshot\.json: malformed profile: snapshot\.sites\[0\]: "
+                     r"depth \d+ is not the path's length", bad[0]), bad[0]
+    rep = json.loads((tmp_path / "rep" / "report.json").read_text())
+    row = next(x for x in rep["benchmarks"]["leaky"]["live"] if x["site"] == ENTRY)
+    assert row["status"] == "regression"
+    assert row["retention"]["current"] is None
+    assert row["retention"]["why"] == "no path: the run with a snapshot failed (see errors)"
+    assert row["retention"]["baseline"]["root"] == "global Leaky, field 0"
