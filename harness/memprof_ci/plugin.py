@@ -10,7 +10,8 @@ the accept label's expected failures mirror verdict.accepted, and
 finish_report ends with verdict.decide; infrastructure problems are raised
 in item setup (pytest ERROR, exit 2) and regressions in the test body as
 RegressionFailure (pytest FAILED, exit 1); outcomes are recorded by
-exception type for the CLI.
+exception type for the CLI.  update-baselines also makes the run with a
+heap snapshot whose retaining paths go into the baseline (retention.py).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ Design:
    live at exit).  That is one run more than the seeds, beside the
    schedule's dithered runs and the overhead runs update already makes.  A
    baseline without the section says "baseline: no path recorded".
+   `check --against REF` measures REF with update-baselines, so REF's
+   paths are there too.  `compare` runs nothing and shows no path; `merge`
+   keeps the shards' (merge.py checks them).
 3. Changed.  Two paths are the same when they start at the same root and
    pass through the same sampled sites in the same order (tags and sizes
    of the hops are left out: a table that grew is still the same table).
