@@ -31,7 +31,7 @@ Invariants:
    to STACK_BUDGET bytes of JSON; the top of the page adds FOCUS_ROWS rows
    and a graph within FOCUS_BUDGET; so report.html is at most about
    PAGE_OVERHEAD + FOCUS_ROWS x ROW_BOUND + FOCUS_BUDGET
-   + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
+   + report_retention.HTML_BUDGET + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
    "HTML report").
 4. Nothing is decided here: the exit code and errors come from
    report["verdict"], statuses from verdict.py; the node colouring of the
@@ -59,7 +59,8 @@ PAGE_OVERHEAD = 40_000      # CSS, JS and the page frame
 ROW_BOUND = 1_500           # bytes of one site row (names are clipped)
 STACKS_PER_SITE = 8         # heaviest stacks shown for a clicked site, drawn for the worst
 FOCUS_ROWS = 8              # regressed site rows listed at the top of the page
-PAGE_BOUND_FIXED = PAGE_OVERHEAD + FOCUS_ROWS * ROW_BOUND + FOCUS_BUDGET
+PAGE_BOUND_FIXED = (PAGE_OVERHEAD + FOCUS_ROWS * ROW_BOUND + FOCUS_BUDGET
+                    + report_retention.HTML_BUDGET)
 
 
 # ------------------------------------------------------------ source links

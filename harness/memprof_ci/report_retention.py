@@ -23,17 +23,26 @@ from . import mdsafe
 from .fmt import fmt_words
 
 CHECK_WORDS = {"live": "live at exit", "peak": "live at the peak"}
+MAX_ROWS = 8              # failing sites shown with their paths; the rest: report.json
+TEXT_LIMIT = 1000         # characters of one headline or path
+HTML_BUDGET = 40_000      # bytes of report.html's section
 
 
 def flagged_rows(report: dict) -> list:
-    """(benchmark, row) of each row that carries a "retention", in
-    benchmark, check and site order."""
+    """(benchmark, row) of each failing row (status "regression": a merged
+    report may have re-decided a shard's row) that carries a "retention",
+    in benchmark, check and site order."""
     out = []
     for name, b in sorted(report["benchmarks"].items()):
         for key in ("live", "peak"):
             out += [(name, r) for r in b.get(key) or []
-                    if isinstance(r, dict) and isinstance(r.get("retention"), dict)]
+                    if isinstance(r, dict) and isinstance(r.get("retention"), dict)
+                    and r.get("status") == "regression"]
     return out
+
+
+def _more(n: int) -> str:
+    return f"{n} more failing site(s) with a retaining path: see report.json"
 
 
 def _hop_text(h: dict) -> str:
@@ -106,20 +115,21 @@ def markdown(report: dict) -> list:
     if not rows:
         return []
     out = ["### What holds them (retaining paths of the failing sites)", ""]
-    for name, r in rows:
+    for name, r in rows[:MAX_ROWS]:
         ret = r["retention"]
         check = CHECK_WORDS.get(r.get("check"), str(r.get("check")))
         head = headline(ret)
+        head = mdsafe.text(head, limit=TEXT_LIMIT)
         if ret.get("changed"):
-            head = f"**{mdsafe.text(head, limit=mdsafe.MESSAGE_LIMIT)}**"
-        else:
-            head = mdsafe.text(head, limit=mdsafe.MESSAGE_LIMIT)
+            head = f"**{head}**"
         out.append(f"- {mdsafe.text(name)}, {mdsafe.code(str(r.get('site')))} ({check}): "
                    f"{head}")
         for side, text, words in details(ret):
-            shown = [mdsafe.code(text, limit=mdsafe.MESSAGE_LIMIT, cell=False)] if text else []
-            shown += [mdsafe.text(words, limit=mdsafe.MESSAGE_LIMIT)] if words else []
+            shown = [mdsafe.code(text, limit=TEXT_LIMIT, cell=False)] if text else []
+            shown += [mdsafe.text(words, limit=TEXT_LIMIT)] if words else []
             out.append(f"  - {side}: " + "; ".join(shown))
+    if len(rows) > MAX_ROWS:
+        out.append(f"- {_more(len(rows) - MAX_ROWS)}")
     out.append("")
     return out
 
@@ -131,30 +141,48 @@ def terminal(report: dict) -> list:
         return []
     out = ["", "What holds them:"]
     out += [mdsafe.printable(f"  {name}: {r.get('site')} ({r.get('check')}): "
-                             f"{headline(r['retention'])}") for name, r in rows]
+                             f"{headline(r['retention'])}") for name, r in rows[:MAX_ROWS]]
+    if len(rows) > MAX_ROWS:
+        out.append(f"  {_more(len(rows) - MAX_ROWS)}")
     return out
 
 
+def _html_row(name: str, r: dict, esc) -> str:
+    """One failing site's item: headline, current and baseline lines."""
+    ret = r["retention"]
+    cls = "held changed" if ret.get("changed") else "held"
+    head = esc(headline(ret), TEXT_LIMIT)
+    if ret.get("changed"):
+        head = f"<strong>{head}</strong>"
+    check = CHECK_WORDS.get(r.get("check"), str(r.get("check")))
+    out = [f'<li class="{cls}" data-site="{esc(r.get("site"))}">{esc(name)}, '
+           f'<code>{esc(r.get("site"))}</code> ({esc(check)}): '
+           f'<span class="headline">{head}</span><ul>']
+    for side, text, words in details(ret):
+        shown = [f"<code>{esc(text, TEXT_LIMIT)}</code>"] if text else []
+        shown += [esc(words, TEXT_LIMIT)] if words else []
+        out.append(f'<li class="{side}">{side}: ' + "; ".join(shown) + "</li>")
+    out.append("</ul></li>")
+    return "".join(out)
+
+
 def html(report: dict, esc) -> str:
-    """The section of report.html (`esc` escapes and clips a string)."""
+    """The section of report.html (`esc` escapes and clips a string): at
+    most MAX_ROWS rows and HTML_BUDGET bytes (a row is at most about 19 KB:
+    three texts of TEXT_LIMIT characters, each escaped entity 6 bytes)."""
     rows = flagged_rows(report)
     if not rows:
         return ""
     out = ['<section id="retention"><h2>What holds them</h2><ul class="retention">']
-    for name, r in rows:
-        ret = r["retention"]
-        cls = "held changed" if ret.get("changed") else "held"
-        head = esc(headline(ret), mdsafe.MESSAGE_LIMIT)
-        if ret.get("changed"):
-            head = f"<strong>{head}</strong>"
-        check = CHECK_WORDS.get(r.get("check"), str(r.get("check")))
-        out.append(f'<li class="{cls}" data-site="{esc(r.get("site"))}">{esc(name)}, '
-                   f'<code>{esc(r.get("site"))}</code> ({esc(check)}): '
-                   f'<span class="headline">{head}</span><ul>')
-        for side, text, words in details(ret):
-            shown = [f"<code>{esc(text, mdsafe.MESSAGE_LIMIT)}</code>"] if text else []
-            shown += [esc(words, mdsafe.MESSAGE_LIMIT)] if words else []
-            out.append(f'<li class="{side}">{side}: ' + "; ".join(shown) + "</li>")
-        out.append("</ul></li>")
-    out.append("</ul></section>")
+    size, shown = len(out[0]), 0
+    for name, r in rows[:MAX_ROWS]:
+        row = _html_row(name, r, esc)
+        if size + len(row) > HTML_BUDGET - 200:
+            break
+        out.append(row)
+        size, shown = size + len(row), shown + 1
+    out.append("</ul>")
+    if shown < len(rows):
+        out.append(f'<p class="note">{esc(_more(len(rows) - shown))}</p>')
+    out.append("</section>")
     return "".join(out)

@@ -21,7 +21,7 @@ import os
 import pytest
 
 from harness_testlib import HERE, REPO
-from memprof_ci import baseline, report_retention, retention, verdict
+from memprof_ci import baseline, report_html, report_retention, retention, verdict
 from memprof_ci.errors import InputError
 from memprof_ci.report import render_markdown, render_terminal
 from memprof_ci.report_doc import new_report
@@ -142,3 +142,32 @@ def test_a_malformed_retainers_section_names_the_baseline(tmp_path):
         baseline.load_baseline(str(p))
     msg = str(e.value)
     assert msg.startswith(f"{p}: malformed baseline: ") and "hops" in msg and "\n" not in msg
+
+
+def test_many_long_paths_are_capped_in_markdown_terminal_and_html():
+    """Twelve failing sites whose paths are long names full of characters
+    HTML escapes: eight are shown, the rest counted, and report.html's
+    section stays within its budget."""
+    rep = fixed_report()
+    b = rep["benchmarks"]["leaky"]
+    long = path("global <&>" + "&" * 3000, *[("S" + "&" * 900, "tag 0", 2)] * 60)
+    extra = []
+    for i in range(12):
+        row = dict(b["live"][0], site=f"Hot.f{i} @ hot.ml")
+        row.pop("retention", None)
+        extra.append(row)
+    retention.attach(extra, {r["site"]: long for r in extra}, None, None,
+                     {r["site"] for r in extra})
+    b["live"] = extra
+    b["peak"] = []
+    md = render_markdown(rep)
+    assert md.count("` (live at exit): held by global") == report_retention.MAX_ROWS
+    assert "- 4 more failing site(s) with a retaining path: see report.json" in md
+    text = render_terminal(rep)
+    assert text.count("(live): held by global") == report_retention.MAX_ROWS
+    page = report_html.render_html(rep)
+    start = page.index('<section id="retention">')
+    section = page[start:page.index("</section>", start) + len("</section>")]
+    assert len(section.encode()) <= report_retention.HTML_BUDGET
+    assert section.count('<li class="held"') >= 1
+    assert "more failing site(s) with a retaining path" in section
