@@ -171,3 +171,28 @@ def test_many_long_paths_are_capped_in_markdown_terminal_and_html():
     assert len(section.encode()) <= report_retention.HTML_BUDGET
     assert section.count('<li class="held"') >= 1
     assert "more failing site(s) with a retaining path" in section
+
+
+def test_a_check_of_a_run_directory_runs_nothing_and_says_so(tmp_path):
+    """check --from-run (ctx.run_entries set): no extra run; each failing
+    row says why it has no path, and still shows the baseline's."""
+    from types import SimpleNamespace
+    rep = fixed_report()
+    for b in rep["benchmarks"].values():
+        for r in b["live"] + b["peak"]:
+            r.pop("retention", None)
+
+    class Bench:      # any attribute read would mean a run was attempted
+        def __getattr__(self, name):
+            raise AssertionError(f"bench.{name} read: a run was attempted")
+    ctx = SimpleNamespace(
+        report=rep, benches={"leaky": Bench()}, run_entries={}, work_dir=str(tmp_path),
+        baseline=lambda name: SimpleNamespace(meta={"retainers": {CACHED: WAS}}),
+        measurements=SimpleNamespace(peek=lambda name: None))
+    retention.explain(ctx)
+    rs = by_site(rep)
+    ret = rs[("live", CACHED)]["retention"]
+    assert ret["current"] is None and ret["baseline"] == WAS and not ret["changed"]
+    assert ret["why"] == "no path: the check read a run directory and ran nothing"
+    assert "retention" not in rs[("live", QUIET)]
+    assert os.listdir(tmp_path) == []
