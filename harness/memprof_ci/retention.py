@@ -5,7 +5,8 @@ where the path comes from and whether it changed; report.py and
 report_html.py only render what it attaches (row["retention"]).
 
 Design:
-1. Current run.  When the checks are decided (Context.family), each
+1. Current run.  Once the check's items have run (their site rows are
+   decided by then, Context.family) and before the report is finished, each
    benchmark with a "live" or "peak" row whose status is "regression" and
    that this session ran itself gets one more run: its first seed at its
    rate and frames, plus OCAMLMEMPROF snapshot=exit,snapshot_sites=
