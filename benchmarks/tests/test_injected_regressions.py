@@ -117,6 +117,13 @@ def test_retention_is_caught_at_the_retaining_site(tmp_path):
     # live there.
     assert {s for check, s in flagged if check != "peak"} == {site}, flagged
     assert ("live", site) in flagged and ("peak", site) in flagged, flagged
+    # The benchmark is counted exactly; its path comes from a snapshot run
+    # at the sampled rate, which names the global list that keeps it.
+    rep = json.loads((tmp_path / "report" / "report.json").read_text())
+    live = [r for r in rep["benchmarks"]["leak"]["live"] if r["site"] == site]
+    cur = live[0]["retention"]["current"]
+    assert cur is not None, live[0]["retention"]
+    assert "Leak" in json.dumps(cur["root"]), cur
 
 
 def test_retention_fails_the_gc_check_too(tmp_path):

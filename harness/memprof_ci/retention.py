@@ -9,11 +9,16 @@ Design:
    decided by then, Context.family) and before the report is finished, each
    benchmark with a "live" or "peak" row whose status is "regression" and
    that this session ran itself gets one more run: its first seed at its
-   rate and frames, plus OCAMLMEMPROF snapshot=exit,snapshot_sites=
+   sampled rate and frames, plus OCAMLMEMPROF snapshot=exit,snapshot_sites=
    SNAPSHOT_SITES.  The seeded sampler draws the same samples, so the
-   snapshot's sites are the judged run's sites, and the snapshot leaves
+   snapshot's sites are the sampled runs' sites, and the snapshot leaves
    stacks and totals as they are without it (runtime-patch/format/
-   profile-format.md, "The snapshot").  Benchmarks that pass cost nothing.
+   profile-format.md, "The snapshot").  A benchmark counted exactly is
+   snapshotted at the rate its exact run replaced (Bench.profiled_rate):
+   at rate 1 every block would be a target of the walk, whose tables grow
+   with them (benchmarks/RESULTS.md, "Retaining paths at rate 1"), while a
+   path needs one sampled block of the site.  Benchmarks that pass cost
+   nothing.
    A check that reads a run directory (--from-run) runs nothing, so its
    flagged rows say that no path was taken.
 2. Baseline.  update-baselines makes the same run for every benchmark and
@@ -44,6 +49,7 @@ never a regression; rows that do not fail get nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from . import validate
@@ -152,6 +158,15 @@ def parse_section(section, where: str = "retainers") -> dict:
             for k, v in section.items()}
 
 
+def sampled_form(bench):
+    """The benchmark as its snapshot run makes it (design 1): at its
+    sampled rate."""
+    if bench.rate == bench.profiled_rate:
+        return bench
+    return dataclasses.replace(bench, mode="sampled", rate=bench.profiled_rate,
+                               sampled_rate=None)
+
+
 def snapshot_run(bench, work_dir: str) -> tuple[dict, str | None]:
     """One run of `bench`'s first seed with a snapshot at exit: ({site key:
     path record}, None), or ({}, why there are no paths) when the runtime
@@ -159,6 +174,7 @@ def snapshot_run(bench, work_dir: str) -> tuple[dict, str | None]:
     snapshot raises InputError naming the file."""
     seed = bench.seeds[0]
     out_dir = os.path.join(work_dir, "retention")
+    bench = sampled_form(bench)
     path = run_once(bench, seed, out_dir, tag=".snapshot", snapshot_sites=SNAPSHOT_SITES)
     prof = load_profile(path)
     snap = prof.snapshot
@@ -181,7 +197,7 @@ def _current_why(r: dict, n_paths: int, live_sites: set) -> str:
     if r["site"] not in live_sites:
         return "no path: not live at exit, where the snapshot is taken"
     return (f"no path: not among the {n_paths} site(s) the snapshot gave a path "
-            f"(the heaviest live at exit, at most {SNAPSHOT_SITES})")
+            f"(the heaviest with sampled blocks live at exit, at most {SNAPSHOT_SITES})")
 
 
 def attach(rows: list, current: dict | None, why: str | None,

@@ -196,3 +196,19 @@ def test_a_check_of_a_run_directory_runs_nothing_and_says_so(tmp_path):
     assert ret["why"] == "no path: the check read a run directory and ran nothing"
     assert "retention" not in rs[("live", QUIET)]
     assert os.listdir(tmp_path) == []
+
+
+def test_an_exact_benchmark_is_snapshotted_at_its_sampled_rate():
+    """At rate 1 every block is a target of the snapshot's walk; the path
+    run samples at the rate the exact run replaced, with the same seed."""
+    from memprof_ci.manifest import Benchmark
+    from memprof_ci.runner import memprof_env_value
+    exact = Benchmark(name="b", command=["/bin/true"], cwd="/", rate=1e-3, seeds=[7, 8, 9], mode="exact")
+    assert exact.rate == 1.0
+    snap = retention.sampled_form(exact)
+    assert (snap.rate, snap.seeds[0], snap.mode) == (1e-3, 7, "sampled")
+    env = memprof_env_value(snap.rate, snap.seeds[0], snap.frames, "/tmp/p.json",
+                            snapshot_sites=retention.SNAPSHOT_SITES)
+    assert env.startswith("rate=0.001,seed=7,") and "stacks=site" not in env
+    sampled = Benchmark(name="s", command=["/bin/true"], cwd="/", rate=1e-4, seeds=[1], mode="sampled")
+    assert retention.sampled_form(sampled) is sampled
