@@ -50,7 +50,7 @@ from collections import Counter
 
 from . import retention
 from . import validate as V
-from .errors import InputError
+from .errors import InputError, MemprofError
 from .overhead import parse_record
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, PEAK_EVENTS, VERSION as PROFILE_VERSION,
                       VERSIONS as PROFILE_VERSIONS, load_json)
@@ -136,6 +136,21 @@ def dumps(doc: dict) -> str:
             text = json.dumps(v, sort_keys=True, indent=2, ensure_ascii=False)
             parts.append(f"  {one(k)}: " + text.replace("\n", "\n  "))
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def recorded_mode(directory: str, name: str) -> str | None:
+    """The mode ("exact" or "sampled") that the baseline of `name` in
+    `directory` records in config.plan, for the update that replaces it
+    (exactplan.STICKY); None when it has none, or does not load: it is
+    being replaced, so its errors are not the update's."""
+    path = baseline_path(directory, name)
+    if not os.path.lexists(path):
+        return None
+    try:
+        plan = load_baseline(path, name).meta.get("plan") or {}
+    except MemprofError:
+        return None
+    return plan.get("mode")
 
 
 def _plan(plan, rate: float, seeds: list) -> dict | None:

@@ -20,7 +20,13 @@ Invariants:
   benchmark too costly to count costs update-baselines at most its limit
   once more; any other failure of that run is an error, as for every run;
 - the rate-1 run that fits is the exact measurement itself: the benchmark
-  is not run again.
+  is not run again;
+- a benchmark keeps the mode of the baseline it replaces while its cost is
+  within STICKY (10%) of the limit on either side: a cost measured near
+  the limit does not flip the mode, and with it the baseline's rate,
+  seeds and site table, from one recording to the next (a cost that
+  varies more than that still can: the leak benchmark's came out at 1.90,
+  2.06 and over 2.2 with a limit of 2 on one quiet machine in a day).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from . import runner
 from .errors import CpuLimit
 
 MIN_CPU = 0.01
+STICKY = 1.1
 
 
 def exact_form(bench):
@@ -44,13 +51,24 @@ def fits(exact_cpu: float | None, sampled_cpu: float, limit: float) -> bool:
     return limit > 0 and exact_cpu is not None and exact_cpu <= limit * sampled_cpu
 
 
-def choose(bench, sampled, profiles_dir: str):
+def effective_limit(limit: float, previous: str | None) -> float:
+    """The limit a benchmark whose last baseline chose `previous` ("exact",
+    "sampled" or None) is held to: widened toward its previous mode."""
+    if previous == "exact":
+        return limit * STICKY
+    if previous == "sampled":
+        return limit / STICKY
+    return limit
+
+
+def choose(bench, sampled, profiles_dir: str, previous: str | None = None):
     """(plan fields, exact Aggregate or None) for an "auto" benchmark whose
-    sampled measurement is `sampled` (runner.collect's, with its CPU time).
+    sampled measurement is `sampled` (runner.collect's, with its CPU time)
+    and whose baseline being replaced chose mode `previous` (or None).
     The plan fields say the mode chosen and why."""
     # A run too short for the clock's resolution counts as 10 ms.
     sampled_cpu = max(float(sampled.meta.get("cpu_seconds") or 0.0), MIN_CPU)
-    limit = bench.exact_limit
+    limit = effective_limit(bench.exact_limit, previous)
     exact, cost, agg = exact_form(bench), None, None
     if limit > 0:
         try:
@@ -61,14 +79,16 @@ def choose(bench, sampled, profiles_dir: str):
     chosen = fits(None if agg is None else agg.meta["cpu_seconds"], sampled_cpu, limit)
     fields = {"mode": "exact" if chosen else "sampled",
               "exact_cost": None if cost is None else round(cost, 3),
-              "exact_limit": limit, "from_rate": bench.rate, "from_seeds": list(bench.seeds)}
+              "exact_limit": bench.exact_limit, "from_rate": bench.rate, "from_seeds": list(bench.seeds)}
     return fields, (agg if chosen else None)
 
 
 def describe(name: str, fields: dict) -> str:
     """One line for update-baselines' output."""
-    cost = fields.get("exact_cost")
+    cost, limit = fields.get("exact_cost"), fields["exact_limit"]
     how = ("over the limit (stopped)" if cost is None else f"{cost:.2f}x the sampled runs")
+    kept = (cost is not None and (fields["mode"] == "exact") != (cost <= limit))
     return (f"{name}: {'counted exactly' if fields['mode'] == 'exact' else 'sampled'}: "
-            f"one run at rate 1 costs {how}, limit {fields['exact_limit']:g}x "
-            f"(exact_limit)")
+            f"one run at rate 1 costs {how}, limit {limit:g}x (exact_limit)"
+            + (f"; the last baseline's mode, kept within {STICKY - 1:.0%} of the limit"
+               if kept else ""))

@@ -247,7 +247,9 @@ class UpdateItem(CheckItem):
         When the settings change, the planned run is the measurement."""
         bench, pilot, plan = self.benchmark, self.agg, None
         if bench.mode == "auto":
-            fields, exact = exactplan.choose(bench, pilot, self.ctx.measurements.profiles_dir)
+            previous = bl.recorded_mode(self.ctx.baselines_dir, self.bench)
+            fields, exact = exactplan.choose(bench, pilot, self.ctx.measurements.profiles_dir,
+                                             previous=previous)
             self.ctx.result(self.bench)["mode_plan"] = exactplan.describe(self.bench, fields)
             if exact is not None:
                 plan = dict(fields, detect=bench.detect, rate=exact.rate,

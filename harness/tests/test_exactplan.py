@@ -114,3 +114,35 @@ def test_a_plan_that_says_exact_at_a_sampled_rate_is_an_error(tmp_path):
     r = check(tmp_path)
     assert r.returncode == 2 and "config.plan.mode does not match config.rate" in r.stderr, \
         r.stdout + r.stderr
+
+
+def test_a_cost_near_the_limit_keeps_the_last_baselines_mode():
+    """Within STICKY of the limit the mode does not flip between recordings."""
+    limit = 2.0
+    exact_lim = exactplan.effective_limit(limit, "exact")
+    sampled_lim = exactplan.effective_limit(limit, "sampled")
+    assert exactplan.effective_limit(limit, None) == limit
+    # 2.06x the sampled runs: stays exact after an exact baseline, stays
+    # sampled after a sampled one (and without one: sampled).
+    assert exactplan.fits(2.06, 1.0, exact_lim)
+    assert not exactplan.fits(2.06, 1.0, limit)
+    assert not exactplan.fits(2.06, 1.0, sampled_lim)
+    # 1.9x: exact without a baseline, sampled after a sampled one.
+    assert exactplan.fits(1.9, 1.0, limit) and not exactplan.fits(1.9, 1.0, sampled_lim)
+    # Far from the limit the cost decides alone.
+    assert not exactplan.fits(2.3, 1.0, exact_lim) and exactplan.fits(1.7, 1.0, sampled_lim)
+    line = exactplan.describe("leak", {"mode": "exact", "exact_cost": 2.06, "exact_limit": 2})
+    assert line.endswith("the last baseline's mode, kept within 10% of the limit"), line
+    assert "kept" not in exactplan.describe("leak", {"mode": "exact", "exact_cost": 1.9,
+                                                     "exact_limit": 2})
+
+
+def test_the_recorded_mode_is_read_from_the_baseline_being_replaced(tmp_path):
+    from memprof_ci import baseline
+    src = json.load(open(os.path.join(REPO, "baselines", "strings.json")))
+    assert src["config"]["plan"]["mode"] in ("exact", "sampled")
+    (tmp_path / "strings.json").write_text(json.dumps(src))
+    assert baseline.recorded_mode(str(tmp_path), "strings") == src["config"]["plan"]["mode"]
+    assert baseline.recorded_mode(str(tmp_path), "absent") is None
+    (tmp_path / "strings.json").write_text("{not json")
+    assert baseline.recorded_mode(str(tmp_path), "strings") is None

@@ -310,19 +310,13 @@ static bool parse_snapshot(struct msg *m, const char *val,
 static bool parse_snapshot_sites(struct msg *m, const char *val,
                                  struct caml_memprof_env *env)
 {
-  size_t len = strlen(val);
-  int n = 0;
-  bool digits = len > 0 && len <= 6;
-  for (size_t i = 0; digits && i < len; i++) {
-    if (val[i] < '0' || val[i] > '9') digits = false;
-    else n = 10 * n + (val[i] - '0');
-  }
-  if (!digits || n < 1 || n > CAML_MEMPROF_MAX_SNAPSHOT_SITES) {
+  uint64_t n;
+  if (!parse_uint(val, CAML_MEMPROF_MAX_SNAPSHOT_SITES, &n) || n < 1) {
     return bad_value(m, "snapshot_sites", val,
                      "expected an integer from 1 to "
                      DECIMAL(CAML_MEMPROF_MAX_SNAPSHOT_SITES));
   }
-  env->snapshot_sites = n;
+  env->snapshot_sites = (int)n;
   return true;
 }
 

@@ -7,7 +7,8 @@
  * 2. Frame objects: an array indexed by id, plus an open addressing
  *    index of ids (id + 1, 0 for empty, at most half full) hashed by
  *    text (FNV-1a). Interning takes ownership of the rendered text and
- *    frees it when an equal object exists.
+ *    frees it when an equal object exists, or else trims its buffer to
+ *    the text.
  * 3. Slots: an open addressing cache (at most half full) from a slot to
  *    its resolution; a resolution is malloc'd and never moved, so the
  *    pointers handed out stay valid.
@@ -85,6 +86,10 @@ static int64_t intern(char *json, size_t len)
     objs = t;
     objs_cap = cap;
   }
+  /* The buffer grew by doubling from 256 bytes: keep only the text and
+   * its '\0' (a compiler's frames need half what their buffers hold). */
+  char *fit = realloc(json, len + 1);
+  if (fit != NULL) json = fit;
   uint32_t id = (uint32_t)objs_count++;
   objs[id].json = json;
   objs[id].len = len;

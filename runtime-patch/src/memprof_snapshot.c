@@ -33,6 +33,9 @@
  *    - the tracked blocks' table: 32 bytes per tracked major block, at
  *      most half full (so at most 64 per block), and 32 bytes per
  *      tracked block found reachable;
+ *    - the table's filter, probed for each block the walk visits: 2
+ *      bytes per tracked major block (16 bits; at least 512 bytes, at
+ *      most 512 KiB);
  *    - at rendering, 24 bytes per raw stack of the profile and 80 per
  *      reachable tracked block, to group them by site.
  *    Each array doubles when full, so for a moment it holds its old and
@@ -133,6 +136,8 @@ struct caml_memprof_snapshot {
   size_t nroots, rcap;
   struct tracked *tab;
   size_t tcap, tcount;
+  uint64_t *filter;                     /* a bit per hash of a tracked */
+  unsigned filter_shift;                /* block: 64 - log2(its bits) */
   struct target *targets;
   size_t ntargets, targetcap;
   /* Where the roots being scanned come from (design 4), or the parent
@@ -202,6 +207,44 @@ static struct tracked *tracked_find(struct caml_memprof_snapshot *s,
   }
 }
 
+/* The filter (design 3): most visited blocks are not tracked, and its
+ * bit, in an array a few times smaller than the table, says so without
+ * a probe of the table. */
+Caml_inline uint64_t filter_hash(value v, unsigned shift)
+{
+  return ((uint64_t)v * 0x9E3779B97F4A7C15ull) >> shift;
+}
+
+Caml_inline bool maybe_tracked(const struct caml_memprof_snapshot *s,
+                               value v)
+{
+  uint64_t h = filter_hash(v, s->filter_shift);
+  return (s->filter[h >> 6] >> (h & 63)) & 1;
+}
+
+/* Sixteen bits per tracked block, from 2^12 to 2^22 bits: about one
+ * untracked block in sixteen or fewer passes to the table. */
+static bool filter_build(struct caml_memprof_snapshot *s)
+{
+  unsigned log2 = 12;
+  while (log2 < 22 && ((size_t)1 << log2) < 16 * s->tcount) log2++;
+  size_t words = ((size_t)1 << log2) / 64;
+  s->filter = calloc(words, sizeof *s->filter);
+  if (s->filter == NULL) {
+    s->failed = true;
+    s->not_taken = "out of memory";
+    return false;
+  }
+  account(s, 0, words * sizeof *s->filter);
+  s->filter_shift = 64 - log2;
+  for (size_t i = 0; i < s->tcap; i++) {
+    if (s->tab[i].block == 0) continue;
+    uint64_t h = filter_hash(s->tab[i].block, s->filter_shift);
+    s->filter[h >> 6] |= (uint64_t)1 << (h & 63);
+  }
+  return true;
+}
+
 static bool tracked_grow(struct caml_memprof_snapshot *s)
 {
   size_t ncap = s->tcap ? 2 * s->tcap : 256;
@@ -245,23 +288,22 @@ static void add_tracked(value block, value data, size_t samples, void *arg)
 
 /**** The walk (design 2) ****/
 
-static void visit(struct caml_memprof_snapshot *s, value v, uint32_t parent,
-                  uint32_t root)
+/* The block a field or root value `v` leads the walk to (an infix
+ * pointer's closure), or 0 when the walk does not enter it: an
+ * immediate, a young or a static block. */
+Caml_inline value target_of(value v)
 {
-  if (!Is_block(v) || Is_young(v)) return;
+  if (!Is_block(v) || Is_young(v)) return 0;
   header_t hd = Hd_val(v);
-  if (Tag_hd(hd) == Infix_tag) {
-    v -= Infix_offset_hd(hd);
-    hd = Hd_val(v);
-  }
-  if (Has_status_hd(hd, NOT_MARKABLE)) return;
-  if (!caml_memprof_visited_first(s->vis, v)) {
-    if (caml_memprof_visited_failed(s->vis)) {
-      s->failed = true;
-      s->not_taken = "out of memory";
-    }
-    return;
-  }
+  if (Tag_hd(hd) == Infix_tag) v -= Infix_offset_hd(hd);
+  return Has_status_hd(Hd_val(v), NOT_MARKABLE) ? 0 : v;
+}
+
+/* A block first visited, from queue entry `parent` under root `root`
+ * (NONE, NONE: a root itself). */
+Caml_inline void enter(struct caml_memprof_snapshot *s, value v,
+                       uint32_t parent, uint32_t root)
+{
   s->reachable++;
   if (parent == NONE) {
     if (!room(s, (void **)&s->roots, &s->rcap, s->nroots, sizeof *s->roots))
@@ -269,7 +311,7 @@ static void visit(struct caml_memprof_snapshot *s, value v, uint32_t parent,
     root = (uint32_t)s->nroots;
     s->roots[s->nroots++] = (struct rootrec){ s->kind, s->where };
   }
-  struct tracked *t = tracked_find(s, v);
+  struct tracked *t = maybe_tracked(s, v) ? tracked_find(s, v) : NULL;
   if (t != NULL) {
     if (!room(s, (void **)&s->targets, &s->targetcap, s->ntargets,
               sizeof *s->targets))
@@ -278,14 +320,30 @@ static void visit(struct caml_memprof_snapshot *s, value v, uint32_t parent,
       (struct target){ v, t->site, t->samples, parent, root };
     t->found = s->ntargets;
   }
-  tag_t tag = Tag_hd(hd);
-  if (tag >= No_scan_tag || Wosize_hd(hd) == 0) return;
-  if (!room(s, (void **)&s->q, &s->qcap, s->qlen, sizeof *s->q)) return;
+  header_t hd = Hd_val(v);
+  if (Tag_hd(hd) >= No_scan_tag || Wosize_hd(hd) == 0) return;
+  if (s->qlen == s->qcap
+      && !room(s, (void **)&s->q, &s->qcap, s->qlen, sizeof *s->q)) return;
   s->q[s->qlen++] = (struct qent){ v, parent, root };
 }
 
-/* The scanning action for roots (parent NONE, a root record of the
- * current kind) and for a continuation's stack (parent `cur_parent`). */
+static void out_of_memory_if_failed(struct caml_memprof_snapshot *s)
+{
+  if (caml_memprof_visited_failed(s->vis)) {
+    s->failed = true;
+    s->not_taken = "out of memory";
+  }
+}
+
+static void visit(struct caml_memprof_snapshot *s, value v, uint32_t parent,
+                  uint32_t root)
+{
+  v = target_of(v);
+  if (v == 0) return;
+  if (caml_memprof_visited_first(s->vis, v)) enter(s, v, parent, root);
+  else out_of_memory_if_failed(s);
+}
+
 static void visit_action(void *data, value v, volatile value *unused)
 {
   (void)unused;
@@ -428,6 +486,8 @@ static void free_tables(struct caml_memprof_snapshot *s)
   free(s->roots);
   free(s->tab);
   free(s->targets);
+  free(s->filter);
+  s->filter = NULL;
   s->q = NULL;
   s->roots = NULL;
   s->tab = NULL;
@@ -448,6 +508,7 @@ struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
   if (s->vis == NULL) { free(s); return &no_memory; }
   caml_empty_minor_heaps_once();
   caml_memprof_each_major(add_tracked, s);
+  if (!s->failed) filter_build(s);
   if (!s->failed) scan_roots(s);
   if (!s->failed) drain(s);
   if (!s->failed) {

@@ -30,10 +30,10 @@
 extern atomic_uintnat caml_memprof_ephemerons_created;
 bool caml_memprof_judge_by_reachability(void);
 
-/* The walk's visited set (a bit per heap word, memprof_reach.c design
- * 3), for the snapshot's own walk (memprof_snapshot.c): `first` sets
- * the bit of a block (not young, not infix) and says whether it was
- * clear; after a failure (out of memory) it says false and `failed`
+/* The walk's visited set (a bit per two heap words, memprof_reach.c
+ * design 3), for the snapshot's own walk (memprof_snapshot.c): `first`
+ * sets the bit of a block (not young, not infix) and says whether it
+ * was clear; after a failure (out of memory) it says false and `failed`
  * true. `has` is a caml_memprof_reachable. */
 struct caml_memprof_visited;
 struct caml_memprof_visited *caml_memprof_visited_new(void);
