@@ -9,8 +9,8 @@
  *    promises (memprof_env_parse.c, design 1 and 3):
  *    - success: the rate is finite and in (0, 1] when tracking, the
  *      defaults hold otherwise, frames is in 1..4096, stackmem at
- *      most 2^40, snapshot_sites in 1..1000 and its default without
- *      snapshot, `out` is a
+ *      most 2^40, snapshot_sites in 1..1000 and snapshot_mem at most
+ *      2^40, both at their defaults without snapshot, `out` is a
  *      non-empty path without a control character, a space at either
  *      end or a comma that no `%` escapes, either the default or
  *      inside the setting (or absent, only when `trace` is given),
@@ -61,14 +61,15 @@ static bool same_env(const struct caml_memprof_env *a,
     && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc
     && a->stacks_at_site == b->stacks_at_site && a->stackmem == b->stackmem
     && a->snapshot_at_exit == b->snapshot_at_exit
-    && a->snapshot_sites == b->snapshot_sites;
+    && a->snapshot_sites == b->snapshot_sites
+    && a->snapshot_mem == b->snapshot_mem;
 }
 
 /* `env` written back as a setting, in canonical form. */
 static char *canonical(const struct caml_memprof_env *env)
 {
   size_t cap = (env->out ? strlen(env->out) : 0)
-    + (env->trace ? strlen(env->trace) : 0) + 240, n = 0;
+    + (env->trace ? strlen(env->trace) : 0) + 320, n = 0;
   char *s = malloc(cap);
   if (s == NULL) abort();
   s[0] = '\0';
@@ -82,8 +83,9 @@ static char *canonical(const struct caml_memprof_env *env)
                   env->stacks_at_site ? "site" : "full",
                   (unsigned long long)env->stackmem);
     if (env->snapshot_at_exit) {
-      n += snprintf(s + n, cap - n, "snapshot=exit,snapshot_sites=%d,",
-                    env->snapshot_sites);
+      n += snprintf(s + n, cap - n, "snapshot=exit,snapshot_sites=%d,"
+                    "snapshot_mem=%llu,", env->snapshot_sites,
+                    (unsigned long long)env->snapshot_mem);
     }
     if (env->out) n += snprintf(s + n, cap - n, "out=%s,", env->out);
     if (env->trace) n += snprintf(s + n, cap - n, "trace=%s,", env->trace);
@@ -143,7 +145,8 @@ static void check_success(const char *orig, const char *spec, size_t len,
           && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site
           && env->stackmem == CAML_MEMPROF_DEFAULT_STACKMEM
           && !env->snapshot_at_exit
-          && env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES,
+          && env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES
+          && env->snapshot_mem == CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM,
           "frames, out, trace, live, stacks, stackmem or snapshot without rate",
           orig);
   }
@@ -154,6 +157,10 @@ static void check_success(const char *orig, const char *spec, size_t len,
   check(env->snapshot_at_exit
         || env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES,
         "snapshot_sites without snapshot", orig);
+  check(env->snapshot_mem <= (uint64_t)1 << 40, "snapshot_mem above 2^40", orig);
+  check(env->snapshot_at_exit
+        || env->snapshot_mem == CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM,
+        "snapshot_mem without snapshot", orig);
   check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
         "frames out of range", orig);
   check(env->seeded || env->seed == 0, "a seed without seed=", orig);

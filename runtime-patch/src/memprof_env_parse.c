@@ -38,6 +38,13 @@
  *                 CAML_MEMPROF_MAX_SNAPSHOT_SITES: how many sites get a
  *                 retainer path (CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES
  *                 by default); needs snapshot
+ *      snapshot_mem=N
+ *                 bytes as for stackmem: the most the snapshot's tables
+ *                 may hold (memprof_snapshot.c, design 3); past it the
+ *                 snapshot is not taken, with the reason, and the exit
+ *                 judges liveness without it.
+ *                 CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM by default; needs
+ *                 snapshot
  *    Every key but `seed` needs `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
@@ -69,7 +76,7 @@
 #include "caml/memprof_env_parse.h"
 
 #define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem, " \
-  "snapshot, snapshot_sites)"
+  "snapshot, snapshot_sites, snapshot_mem)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -275,8 +282,10 @@ static bool parse_stacks(struct msg *m, const char *val,
   return true;
 }
 
-static bool parse_stackmem(struct msg *m, const char *val,
-                           struct caml_memprof_env *env)
+/* A number of bytes: plain decimal digits, optionally followed by k, M
+ * or G, at most 2^40. */
+static bool parse_bytes(struct msg *m, const char *key, const char *val,
+                        uint64_t *res)
 {
   size_t n = count_digits(val);
   unsigned shift = 0;
@@ -287,16 +296,28 @@ static bool parse_stackmem(struct msg *m, const char *val,
   uint64_t v;
   if (n == 0 || n >= sizeof digits || shift == 64
       || (val[n] != '\0' && shift == 0)) {
-    return bad_value(m, "stackmem", val, "expected a number of bytes in "
+    return bad_value(m, key, val, "expected a number of bytes in "
                      "plain decimal digits, optionally followed by k, M or G");
   }
   memcpy(digits, val, n);
   digits[n] = '\0';
   if (!parse_uint(digits, (uint64_t)1 << (40 - shift), &v)) {
-    return bad_value(m, "stackmem", val, "expected at most 2^40 bytes (1024G)");
+    return bad_value(m, key, val, "expected at most 2^40 bytes (1024G)");
   }
-  env->stackmem = v << shift;
+  *res = v << shift;
   return true;
+}
+
+static bool parse_stackmem(struct msg *m, const char *val,
+                           struct caml_memprof_env *env)
+{
+  return parse_bytes(m, "stackmem", val, &env->stackmem);
+}
+
+static bool parse_snapshot_mem(struct msg *m, const char *val,
+                               struct caml_memprof_env *env)
+{
+  return parse_bytes(m, "snapshot_mem", val, &env->snapshot_mem);
 }
 
 static bool parse_snapshot(struct msg *m, const char *val,
@@ -330,9 +351,10 @@ static const struct { const char *key; value_parser parse; } keys[] = {
   { "out", parse_out }, { "live", parse_live }, { "trace", parse_trace },
   { "stacks", parse_stacks }, { "stackmem", parse_stackmem },
   { "snapshot", parse_snapshot }, { "snapshot_sites", parse_snapshot_sites },
+  { "snapshot_mem", parse_snapshot_mem },
 };
 enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
-       K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, N_KEYS };
+       K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, K_SNAPSHOT_MEM, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -348,6 +370,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->stackmem = CAML_MEMPROF_DEFAULT_STACKMEM;
   env->snapshot_at_exit = false;
   env->snapshot_sites = CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES;
+  env->snapshot_mem = CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM;
 }
 
 /* The end of the item at `p`: its separating comma, or the end of the
@@ -413,9 +436,11 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
                        "tracker");
     }
   }
-  if (vals[K_SNAPSHOT_SITES] != NULL && vals[K_SNAPSHOT] == NULL) {
-    return bad_value(&m, "snapshot_sites", vals[K_SNAPSHOT_SITES],
-                     "has no effect without snapshot=");
+  for (int k = K_SNAPSHOT_SITES; k <= K_SNAPSHOT_MEM; k++) {
+    if (vals[k] != NULL && vals[K_SNAPSHOT] == NULL) {
+      return bad_value(&m, keys[k].key, vals[k],
+                       "has no effect without snapshot=");
+    }
   }
   if (vals[K_TRACE] != NULL && vals[K_OUT] == NULL) env->out = NULL;
   return true;

@@ -39,12 +39,15 @@
  *    - at rendering, 24 bytes per raw stack of the profile and 80 per
  *      reachable tracked block, to group them by site.
  *    Each array doubles when full, so for a moment it holds its old and
- *    new copies. The queue's indices are 32 bits: a heap with 2^32 - 1
- *    or more reachable blocks with fields, or a failed allocation, ends
- *    the snapshot, which is then reported as not taken with the reason,
- *    and the exit falls back to the walk without a snapshot. The
- *    section's `table_bytes` is the largest sum of these arrays'
- *    capacities the walk reached (the bitmap not included).
+ *    new copies. The walk's arrays (all but the bitmap and the
+ *    rendering's) are bounded by `snapshot_mem` (OCAMLMEMPROF, 1 GiB by
+ *    default), counting both copies while one grows. The queue's indices
+ *    are 32 bits: a heap with 2^32 - 1 or more reachable blocks with
+ *    fields, a growth past snapshot_mem or a failed allocation ends the
+ *    snapshot, which is then reported as not taken with the reason, and
+ *    the exit falls back to the walk without a snapshot. The section's
+ *    `table_bytes` is the largest sum of these arrays' capacities the
+ *    walk reached (the bitmap not included).
  * 4. Roots, named by kind: a field of a compilation unit's module
  *    block (native code: the units of caml_globals, named from their
  *    `caml<Unit>.gc_roots` symbol through dladdr, which sees it as
@@ -147,10 +150,24 @@ struct caml_memprof_snapshot {
   const void *where;
   bool failed;
   size_t bytes, peak_bytes;
+  uint64_t limit;                       /* snapshot_mem */
   uintnat reachable;                    /* blocks visited */
 };
 
 /**** Memory (design 3) ****/
+
+static const char past_limit[] =
+  "its tables would pass snapshot_mem bytes";
+
+/* Whether `new_bytes` more (beside what is held) stay within
+ * snapshot_mem; if not, the snapshot fails with the reason. */
+static bool within_limit(struct caml_memprof_snapshot *s, size_t new_bytes)
+{
+  if ((uint64_t)s->bytes + new_bytes <= s->limit) return true;
+  s->failed = true;
+  s->not_taken = past_limit;
+  return false;
+}
 
 static void account(struct caml_memprof_snapshot *s, size_t old_bytes,
                     size_t new_bytes)
@@ -176,6 +193,7 @@ static bool room(struct caml_memprof_snapshot *s, void **arr, size_t *cap,
     s->not_taken = "more than 2^32 - 2 reachable blocks to record";
     return false;
   }
+  if (!within_limit(s, ncap * size)) return false;
   void *a = realloc(*arr, ncap * size);
   if (a == NULL) {
     s->failed = true;
@@ -229,6 +247,7 @@ static bool filter_build(struct caml_memprof_snapshot *s)
   unsigned log2 = 12;
   while (log2 < 22 && ((size_t)1 << log2) < 16 * s->tcount) log2++;
   size_t words = ((size_t)1 << log2) / 64;
+  if (!within_limit(s, words * sizeof *s->filter)) return false;
   s->filter = calloc(words, sizeof *s->filter);
   if (s->filter == NULL) {
     s->failed = true;
@@ -248,6 +267,7 @@ static bool filter_build(struct caml_memprof_snapshot *s)
 static bool tracked_grow(struct caml_memprof_snapshot *s)
 {
   size_t ncap = s->tcap ? 2 * s->tcap : 256;
+  if (!within_limit(s, ncap * sizeof(struct tracked))) return false;
   struct tracked *t = calloc(ncap, sizeof *t);
   if (t == NULL) {
     s->failed = true;
@@ -504,6 +524,7 @@ struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
   }
   struct caml_memprof_snapshot *s = calloc(1, sizeof *s);
   if (s == NULL) return &no_memory;
+  s->limit = caml_memprof_env()->snapshot_mem;
   s->vis = caml_memprof_visited_new();
   if (s->vis == NULL) { free(s); return &no_memory; }
   caml_empty_minor_heaps_once();

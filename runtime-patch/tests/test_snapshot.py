@@ -165,6 +165,22 @@ def test_not_taken_says_why(build, tmp_path):
     assert "live=gc" in doc["snapshot"]["reason"]
 
 
+def test_past_snapshot_mem_no_snapshot_and_liveness_unchanged(build, tmp_path):
+    """The walk's tables are held within snapshot_mem: this program's need
+    a few hundred KiB, so 64k ends the snapshot, with the reason, and the
+    exit judges liveness without it (the stacks equal a run with no
+    snapshot); with the default, the snapshot is taken within it."""
+    exe = build("snapshot_cache")
+    small, _ = snapshot_of(exe, tmp_path, SPEC + ",snapshot_mem=64k")
+    assert small["snapshot"]["taken"] is False
+    assert "snapshot_mem" in small["snapshot"]["reason"]
+    plain, _ = snapshot_of(exe, tmp_path, SPEC.replace(",snapshot=exit", ""))
+    assert small["stacks"] == plain["stacks"] and small["totals"] == plain["totals"]
+    full, _ = snapshot_of(exe, tmp_path)
+    assert full["snapshot"]["taken"] is True
+    assert 64 << 10 < full["snapshot"]["table_bytes"] <= 1 << 30
+
+
 def test_bytecode_names_the_global_data(build, tmp_path):
     """In bytecode each unit's module block is a slot of the global data:
     the path starts there, goes through the unit's module block (field 0,

@@ -22,6 +22,7 @@
 #define CAML_MEMPROF_DEFAULT_OUT "memprof.%p.json"
 #define CAML_MEMPROF_DEFAULT_STACKMEM ((uint64_t)256 << 10)
 #define CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES 20
+#define CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM ((uint64_t)1 << 30)
 #define CAML_MEMPROF_MAX_SNAPSHOT_SITES 1000
 
 /* Room for any error message: the parser shows at most
@@ -45,6 +46,7 @@ struct caml_memprof_env {
   uint64_t stackmem;    /* bytes of whole stacks kept (stackmem=) */
   bool snapshot_at_exit; /* snapshot=exit: retainer paths at exit */
   int snapshot_sites;   /* snapshot_sites=: sites given a path */
+  uint64_t snapshot_mem; /* snapshot_mem=: bytes of the snapshot's tables */
 };
 
 /* The defaults: no seed, no tracking. */
