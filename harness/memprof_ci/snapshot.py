@@ -1,7 +1,10 @@
-"""The `snapshot` section of a version-4 profile: retainer paths at exit.
+"""The `snapshot` section of a version-4 profile: retainer paths.
 
-The runtime writes it with OCAMLMEMPROF snapshot=exit
-(runtime-patch/format/profile-format.md, "The snapshot").  parse_snapshot
+The runtime writes it with OCAMLMEMPROF snapshot=... (runtime-patch/format/
+profile-format.md, "The snapshot"): in the profile written at exit, or in
+a profile of its own taken while the program ran (on SIGUSR1, or at the
+program's call), whose `at` says which (AT_KINDS); "live at exit" in such a
+profile means live at that moment.  parse_snapshot
 checks it and returns it with every frame index replaced by its frame
 object, as profile.py does for the stacks; sites.retainers_by_site keys its
 sites as the site grouping keys a stack with the same frames, so a caller
@@ -23,6 +26,7 @@ ROOT_KINDS = ("global", "stack", "c_local", "c_global", "global_data", "finalise
               "finalised_value", "other")
 SITE_COUNTS = ("live_blocks", "live_samples", "live_words", "shared_samples",
                "shared_words")
+AT_KINDS = ("exit", "signal", "call")
 TAKEN_COUNTS = ("reachable_blocks", "tracked_blocks", "tracked_reachable", "table_bytes")
 
 
@@ -134,17 +138,18 @@ def parse_snapshot(snap, table: list, path: str) -> dict:
     """The checked section, frame indices replaced by `table`'s objects."""
     _keys(snap, {"at", "taken", "reason", "walk", "sites_limit", "sites", *TAKEN_COUNTS},
           ("at", "taken"), path, "")
-    if snap["at"] != "exit" or type(snap["taken"]) is not bool:
-        raise _bad(path, ": at is not \"exit\" or taken is not a boolean")
+    if snap["at"] not in AT_KINDS or type(snap["taken"]) is not bool:
+        raise _bad(path, f": at is not one of {', '.join(AT_KINDS)} or taken is not a boolean")
+    at = snap["at"]
     if not snap["taken"]:
         _keys(snap, {"at", "taken", "reason"}, ("reason",), path, "")
         reason = validate.text(snap["reason"], f"{path}: snapshot.reason")
-        return {"taken": False, "reason": reason, "sites": []}
+        return {"at": at, "taken": False, "reason": reason, "sites": []}
     _keys(snap, {"at", "taken", "walk", "sites_limit", "sites", *TAKEN_COUNTS},
           ("walk", "sites_limit", "sites", *TAKEN_COUNTS), path, "")
     if snap["walk"] != "breadth-first":
         raise _bad(path, ".walk is not \"breadth-first\"")
-    out = {"taken": True, "walk": snap["walk"]}
+    out = {"at": at, "taken": True, "walk": snap["walk"]}
     for k in ("sites_limit", *TAKEN_COUNTS):
         if not validate.is_count(snap[k]):
             raise _bad(path, f".{k} is not a count")

@@ -137,6 +137,7 @@ class View:
     sites: list                 # [SiteRow], heaviest first, at most MAX_SITES
     rest: tuple = (0, 0.0)      # (sites, words) beyond MAX_SITES
     live_what: str = "live at exit"
+    moment: str = "at exit"     # when retainer paths were taken
     stacks: dict | None = None  # stackgraph.stacks_entry(None, run)
     timeline: Timeline | None = None
     lifetimes: Lifetimes | None = None
@@ -246,7 +247,9 @@ def _run_view(p: Profile, path: str, kind: str) -> View:
                   + f", {p.frames} frames"))
     facts.append(("allocated", _words(_est(t["samples"], p.rate))
                   + f", {t['blocks']} sampled blocks, {t['samples']} samples"))
-    live_what = "live at exit" if kind == "profile" else "live at end of trace"
+    live_what = ("live at end of trace" if kind == "trace" else
+                 "live at exit" if p.snapshot is None or p.snapshot["at"] == "exit"
+                 else "live at the snapshot")
     facts.append((live_what, _words(_est(t["live_samples"], p.rate))))
     if peak:
         facts.append(("live at peak", _words(_est(t["peak_live_samples"], p.rate))))
@@ -328,10 +331,14 @@ def attach_retainers(rows: list, snap: dict | None, rate: float) -> int:
     return n
 
 
+# When a snapshot was taken, by its `at` (snapshot.AT_KINDS).
+MOMENTS = {"exit": "at exit", "signal": "on SIGUSR1", "call": "at the program's call"}
+
+
 def _snapshot_fact(snap: dict, shown: int) -> str:
     if not snap["taken"]:
         return f"not taken: {snap['reason']}"
-    return (f"at exit, breadth first: {len(snap['sites'])} stack(s) with a retainer path "
+    return (f"{MOMENTS[snap['at']]}, breadth first: {len(snap['sites'])} stack(s) with a retainer path "
             f"(at most {snap['sites_limit']}), for {shown} of the sites below; "
             f"{snap['reachable_blocks']} reachable blocks, {snap['tracked_reachable']} of "
             f"{snap['tracked_blocks']} sampled blocks reachable; its tables took "
@@ -342,6 +349,7 @@ def _profile_view(doc, path: str) -> View:
     p = parse_profile(doc, path)
     v = _run_view(p, path, "profile")
     if p.snapshot is not None:
+        v.moment = "at exit" if p.snapshot["at"] == "exit" else "at the snapshot"
         shown = attach_retainers(v.sites, p.snapshot, p.rate)
         v.facts.append(("snapshot", _snapshot_fact(p.snapshot, shown)))
     v.notes.append("A profile holds counts, not events: live words over time and the "

@@ -121,20 +121,21 @@ def _share(p, live=None) -> str:
         return ""
     if p.stack_live is None or live is None or p.stack_live == live:
         return f" ({esc(fmt_words(p.words))} of its live words share the first hops)"
-    return (f" ({esc(fmt_words(p.words))} of the {esc(fmt_words(p.stack_live))} live words "
-            f"of the stack shown share the first hops)")
+    return (f" ({esc(fmt_words(p.words))} of the stack shown's "
+            f"{esc(fmt_words(p.stack_live))} live share the first hops)")
 
 
 def _held(v: View) -> str:
-    """The heaviest site live at exit that has a path, and that path."""
+    """The heaviest site live at exit (or at the snapshot) that has a path,
+    and that path."""
     held = [s for s in v.sites if s.retainers]
     if not held:
         return ""
     s = max(held, key=lambda r: r.live or 0.0)
     live = f", {esc(fmt_words(s.live))} live" if s.live is not None else ""
     p = s.retainers[0]
-    return ('<section id="held"><h2>Held at exit</h2>'
-            f'<p data-site="{esc(s.key)}">The heaviest site live at exit, '
+    return (f'<section id="held"><h2>Held {esc(v.moment)}</h2>'
+            f'<p data-site="{esc(s.key)}">The heaviest site live {esc(v.moment)}, '
             f"<code>{esc(s.key)}</code>{live}{_share(p, s.live)}, is held by:</p>{_path(p)}"
             '<p class="note">Every site\'s path: "Retainer paths", below the table.</p>'
             "</section>")

@@ -68,8 +68,16 @@ def test_not_taken_snapshot(tmp_path):
     doc = _v4()
     doc["snapshot"] = {"at": "exit", "taken": False, "reason": "live=gc"}
     prof = load_profile(write_json(tmp_path / "p.json", doc))
-    assert prof.snapshot == {"taken": False, "reason": "live=gc", "sites": []}
+    assert prof.snapshot == {"at": "exit", "taken": False, "reason": "live=gc", "sites": []}
     assert retainers_by_site(prof.snapshot) == {}
+
+
+@pytest.mark.parametrize("at", ["signal", "call"])
+def test_a_snapshot_taken_while_running_says_when(tmp_path, at):
+    doc = _v4()
+    doc["snapshot"]["at"] = at
+    prof = load_profile(write_json(tmp_path / "p.json", doc))
+    assert prof.snapshot["at"] == at and prof.snapshot["sites"]
 
 
 def _edit(path, value):
@@ -90,6 +98,8 @@ SITE = ("snapshot", "sites", 0)
 @pytest.mark.parametrize("edit,msg", [
     (_edit(("snapshot",), KeyError), r"missing key\(s\) snapshot"),
     (_edit(("snapshot", "walk"), "depth-first"), "walk"),
+    (_edit(("snapshot", "at"), "usr1"), "at is not one of exit, signal, call"),
+    (_edit(("snapshot", "at"), None), "at is not one of"),
     (_edit(("snapshot", "sites_limit"), 0), "at most sites_limit"),
     (_edit(("snapshot", "table_bytes"), -1), "table_bytes is not a count"),
     (_edit(SITE + ("frames",), [99]), r"frames\[0\] is 99, not an index"),

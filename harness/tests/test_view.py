@@ -50,6 +50,7 @@ TOP = "Viewprog.make_rows @ viewprog.ml"
 LABEL = "Viewprog.label @ viewprog.ml"
 MEMTRACE = os.path.join(HERE, "data", "ctf", "after.ctf")
 SNAPSHOT_PROG = os.path.join(REPO, "runtime-patch", "tests", "programs", "snapshot_cache.ml")
+DEMAND_PROG = os.path.join(REPO, "runtime-patch", "tests", "programs", "snapshot_demand.ml")
 KEPT = "Snapshot_cache.make_kept @ snapshot_cache.ml"
 DROPPED = "Snapshot_cache.make_dropped @ snapshot_cache.ml"
 GOLDEN = os.path.join(HERE, "golden", "view.html")
@@ -219,6 +220,40 @@ def test_a_profile_with_a_snapshot_shows_the_top_site_and_its_path_first(snapsho
         sec = br.eval("document.getElementById('retainers').textContent")
         assert KEPT in sec and DROPPED not in sec
         keep(br, "view-snapshot-1400.png")
+
+
+@pytest.mark.needs_runtime
+def test_a_snapshot_taken_at_the_programs_call_says_so(tmp_path):
+    """A snapshot written while the program ran (OCAMLMEMPROF snapshot=call)
+    is viewed as a profile of that moment: held and live "at the snapshot"."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    shutil.copy(DEMAND_PROG, tmp_path)
+    r = subprocess.run([OCAMLOPT, "-g", "-I", "+unix", "unix.cmxa", "-o", "d.exe",
+                        "snapshot_demand.ml"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    env = dict(os.environ, OCAMLMEMPROF="rate=1,seed=1,out=p.json,snapshot=call,"
+               "snapshot_out=s%n.json")
+    r = subprocess.run(["./d.exe", "call", "-"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["s1.json", "s2.json"], r.stderr
+    v = view.load_view(str(tmp_path / "s1.json"))
+    assert v.moment == "at the snapshot" and v.live_what == "live at the snapshot"
+    facts = dict(v.facts)
+    assert facts["snapshot"].startswith("at the program's call, breadth first")
+    page = render(tmp_path / "s1.json", tmp_path / "s1.html")
+    with opened(page) as br:
+        br.settle()
+        assert br.errors == [], br.errors
+        assert br.eval("document.querySelector('#held h2').textContent") == \
+            "Held at the snapshot"
+        # Both sites are held at the first snapshot; the dropped one is
+        # the heavier (7-field tuples against 5).
+        assert br.eval("document.querySelector('#held p').getAttribute('data-site')") == \
+            "Snapshot_demand.make_dropped @ snapshot_demand.ml"
+    # The exit's profile has no snapshot and says "at exit".
+    assert view.load_view(str(tmp_path / "p.json")).live_what == "live at exit"
 
 
 # ------------------------------------------------------------ model and golden

@@ -10,11 +10,14 @@
  *    - success: the rate is finite and in (0, 1] when tracking, the
  *      defaults hold otherwise, frames is in 1..4096, stackmem at
  *      most 2^40, snapshot_sites in 1..1000 and snapshot_mem at most
- *      2^40, both at their defaults without snapshot, `out` is a
+ *      2^40, both at their defaults without snapshot (as are the
+ *      signal and call flags and snapshot_out), `out` is a
  *      non-empty path without a control character, a space at either
  *      end or a comma that no `%` escapes, either the default or
  *      inside the setting (or absent, only when `trace` is given),
- *      `trace` is such a path inside the setting or absent, and the
+ *      `trace` is such a path inside the setting or absent,
+ *      `snapshot_out` such a path (where %n may also follow a `%`),
+ *      the default or inside the setting, and the
  *      setting had no control byte, no whitespace but the paths'
  *      spaces and no empty item (items split at unescaped commas); the
  *      values, written back as a setting and parsed again, give the
@@ -61,15 +64,25 @@ static bool same_env(const struct caml_memprof_env *a,
     && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc
     && a->stacks_at_site == b->stacks_at_site && a->stackmem == b->stackmem
     && a->snapshot_at_exit == b->snapshot_at_exit
+    && a->snapshot_on_signal == b->snapshot_on_signal
+    && a->snapshot_on_call == b->snapshot_on_call
+    && same_path(a->snapshot_out, b->snapshot_out)
     && a->snapshot_sites == b->snapshot_sites
     && a->snapshot_mem == b->snapshot_mem;
+}
+
+static bool any_snapshot(const struct caml_memprof_env *env)
+{
+  return env->snapshot_at_exit || env->snapshot_on_signal
+    || env->snapshot_on_call;
 }
 
 /* `env` written back as a setting, in canonical form. */
 static char *canonical(const struct caml_memprof_env *env)
 {
   size_t cap = (env->out ? strlen(env->out) : 0)
-    + (env->trace ? strlen(env->trace) : 0) + 320, n = 0;
+    + (env->trace ? strlen(env->trace) : 0)
+    + (env->snapshot_out ? strlen(env->snapshot_out) : 0) + 360, n = 0;
   char *s = malloc(cap);
   if (s == NULL) abort();
   s[0] = '\0';
@@ -82,10 +95,18 @@ static char *canonical(const struct caml_memprof_env *env)
                   env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
                   env->stacks_at_site ? "site" : "full",
                   (unsigned long long)env->stackmem);
-    if (env->snapshot_at_exit) {
-      n += snprintf(s + n, cap - n, "snapshot=exit,snapshot_sites=%d,"
-                    "snapshot_mem=%llu,", env->snapshot_sites,
-                    (unsigned long long)env->snapshot_mem);
+    if (any_snapshot(env)) {
+      n += snprintf(s + n, cap - n, "snapshot=%s%s%s%s%s,snapshot_sites=%d,"
+                    "snapshot_mem=%llu,snapshot_out=%s,",
+                    env->snapshot_on_call ? "call" : "",
+                    env->snapshot_on_call && (env->snapshot_at_exit
+                                              || env->snapshot_on_signal)
+                    ? "+" : "",
+                    env->snapshot_at_exit ? "exit" : "",
+                    env->snapshot_at_exit && env->snapshot_on_signal ? "+" : "",
+                    env->snapshot_on_signal ? "signal" : "",
+                    env->snapshot_sites, (unsigned long long)env->snapshot_mem,
+                    env->snapshot_out);
     }
     if (env->out) n += snprintf(s + n, cap - n, "out=%s,", env->out);
     if (env->trace) n += snprintf(s + n, cap - n, "trace=%s,", env->trace);
@@ -95,8 +116,10 @@ static char *canonical(const struct caml_memprof_env *env)
 }
 
 /* A path value, when present: non-empty, no control byte, no space at
- * either end, every comma escaped by a `%`. Returns its spaces. */
-static size_t check_path(const char *orig, const char *path, const char *what)
+ * either end, every comma escaped by a `%`, and only p, %, comma (and n
+ * when `numbered`) after a `%`. Returns its spaces. */
+static size_t check_path(const char *orig, const char *path, const char *what,
+                         bool numbered)
 {
   if (path == NULL) return 0;
   size_t len = strlen(path), spaces = 0;
@@ -106,7 +129,8 @@ static size_t check_path(const char *orig, const char *path, const char *what)
     check(c >= ' ' && c != 0x7f && c != ',', what, orig);
     if (c == ' ') spaces++;
     if (c == '%') {
-      check(p[1] == 'p' || p[1] == '%' || p[1] == ',', what, orig);
+      check(p[1] == 'p' || p[1] == '%' || p[1] == ','
+            || (numbered && p[1] == 'n'), what, orig);
       p++;
     }
   }
@@ -144,7 +168,8 @@ static void check_success(const char *orig, const char *spec, size_t len,
           && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
           && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site
           && env->stackmem == CAML_MEMPROF_DEFAULT_STACKMEM
-          && !env->snapshot_at_exit
+          && !any_snapshot(env)
+          && strcmp(env->snapshot_out, CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT) == 0
           && env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES
           && env->snapshot_mem == CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM,
           "frames, out, trace, live, stacks, stackmem or snapshot without rate",
@@ -154,19 +179,26 @@ static void check_success(const char *orig, const char *spec, size_t len,
   check(env->snapshot_sites >= 1
         && env->snapshot_sites <= CAML_MEMPROF_MAX_SNAPSHOT_SITES,
         "snapshot_sites out of range", orig);
-  check(env->snapshot_at_exit
+  check(any_snapshot(env)
         || env->snapshot_sites == CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES,
         "snapshot_sites without snapshot", orig);
   check(env->snapshot_mem <= (uint64_t)1 << 40, "snapshot_mem above 2^40", orig);
-  check(env->snapshot_at_exit
+  check(any_snapshot(env)
         || env->snapshot_mem == CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM,
         "snapshot_mem without snapshot", orig);
+  check(any_snapshot(env)
+        || strcmp(env->snapshot_out, CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT) == 0,
+        "snapshot_out without snapshot", orig);
   check(env->frames >= 1 && env->frames <= CAML_MEMPROF_MAX_FRAMES,
         "frames out of range", orig);
   check(env->seeded || env->seed == 0, "a seed without seed=", orig);
   check(env->out != NULL || env->trace != NULL, "no out without trace", orig);
-  size_t path_spaces = check_path(orig, env->out, "out")
-    + check_path(orig, env->trace, "trace");
+  size_t path_spaces = check_path(orig, env->out, "out", false)
+    + check_path(orig, env->trace, "trace", false)
+    + check_path(orig, env->snapshot_out, "snapshot_out", true);
+  check(strcmp(env->snapshot_out, CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT) == 0
+        || (env->snapshot_out >= spec && env->snapshot_out < spec + len),
+        "snapshot_out neither the default nor in the setting", orig);
   check(env->out == NULL || strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
         || (env->out >= spec && env->out < spec + len),
         "out neither the default nor in the setting", orig);

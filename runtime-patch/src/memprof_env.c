@@ -1,9 +1,9 @@
 /* memprof-ci: reading OCAMLMEMPROF.
  *
  * 1. Syntax and meaning: memprof_env_parse.c (design 1 there), a pure
- *    parser shared with the fuzz target in runtime-patch/fuzz. Keys:
- *    `seed`, `rate` (switches the built-in tracker on), `frames`,
- *    `out`, `live`.
+ *    parser shared with the fuzz target in runtime-patch/fuzz, which
+ *    lists the keys: `seed`, `rate` (switches the built-in tracker on)
+ *    and the tracker's settings.
  * 2. Parsed once, on first use, which memprof.c arranges to be the
  *    creation of the main domain: before any OCaml code runs and
  *    before any random number is drawn. The result never changes. The

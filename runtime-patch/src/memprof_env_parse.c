@@ -30,9 +30,13 @@
  *                 of whole stacks the tracker keeps; a new stack beyond
  *                 them keeps only its site's slots (memprof_tracker.c,
  *                 design 9). The default is CAML_MEMPROF_DEFAULT_STACKMEM
- *      snapshot=exit
- *                 a heap snapshot with retainer paths at exit, in the
- *                 profile (memprof_snapshot.c)
+ *      snapshot=WHEN
+ *                 WHEN is one or more of exit, signal and call, joined
+ *                 by `+` (each at most once, in any order): a heap
+ *                 snapshot with retainer paths in the profile at exit,
+ *                 one written on each SIGUSR1, one on each call of the
+ *                 program to caml_memprof_ci_snapshot
+ *                 (memprof_snapshot.c; memprof_tracker.c, design 10)
  *      snapshot_sites=N
  *                 N plain decimal digits, 1 to
  *                 CAML_MEMPROF_MAX_SNAPSHOT_SITES: how many sites get a
@@ -45,6 +49,11 @@
  *                 judges liveness without it.
  *                 CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM by default; needs
  *                 snapshot
+ *      snapshot_out=PATH
+ *                 as out=, where the snapshots taken on a signal or a
+ *                 call go; `%n` is also allowed, the snapshot's number
+ *                 (1, 2, ...). CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT by
+ *                 default; needs snapshot
  *    Every key but `seed` needs `rate`. The first `=` of an item
  *    ends its key; later ones belong to the value (out=a=b is "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
@@ -76,7 +85,7 @@
 #include "caml/memprof_env_parse.h"
 
 #define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem, " \
-  "snapshot, snapshot_sites, snapshot_mem)"
+  "snapshot, snapshot_sites, snapshot_mem, snapshot_out)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -222,9 +231,11 @@ static bool parse_frames(struct msg *m, const char *val,
   return true;
 }
 
-/* A path template of `key` (out, trace): design 1. */
+/* A path template of `key` (out, trace, snapshot_out; only the last
+ * takes %n): design 1. */
 static bool check_path(struct msg *m, const char *key, const char *val)
 {
+  bool numbered = strcmp(key, "snapshot_out") == 0;
   size_t len = strlen(val);
   if (len == 0) return bad_value(m, key, val, "expected a file path");
   if (val[0] == ' ' || val[len - 1] == ' ') {
@@ -238,9 +249,13 @@ static bool check_path(struct msg *m, const char *key, const char *val)
                        "cannot be given");
     }
     if (c == '%') {
-      if (p[1] != 'p' && p[1] != '%' && p[1] != ',') {
-        return bad_value(m, key, val, "only %p (the pid), %% and %, may "
-                         "follow a percent sign");
+      if (p[1] != 'p' && p[1] != '%' && p[1] != ','
+          && !(numbered && p[1] == 'n')) {
+        return bad_value(m, key, val, numbered
+                         ? "only %p (the pid), %n (the snapshot's number), "
+                           "%% and %, may follow a percent sign"
+                         : "only %p (the pid), %% and %, may "
+                           "follow a percent sign");
       }
       p++;
     }
@@ -320,11 +335,37 @@ static bool parse_snapshot_mem(struct msg *m, const char *val,
   return parse_bytes(m, "snapshot_mem", val, &env->snapshot_mem);
 }
 
+static bool parse_snapshot_out(struct msg *m, const char *val,
+                               struct caml_memprof_env *env)
+{
+  if (!check_path(m, "snapshot_out", val)) return false;
+  env->snapshot_out = val;
+  return true;
+}
+
+/* exit, signal and call joined by `+`, each at most once. */
 static bool parse_snapshot(struct msg *m, const char *val,
                            struct caml_memprof_env *env)
 {
-  if (strcmp(val, "exit") == 0) env->snapshot_at_exit = true;
-  else return bad_value(m, "snapshot", val, "expected exit");
+  static const char *const names[] = { "exit", "signal", "call" };
+  bool seen[3] = { false, false, false };
+  const char *p = val;
+  while (1) {
+    size_t len = strcspn(p, "+");
+    int i = 0;
+    while (i < 3 && !(strlen(names[i]) == len
+                      && strncmp(p, names[i], len) == 0)) i++;
+    if (i == 3 || seen[i]) {
+      return bad_value(m, "snapshot", val, "expected exit, signal or call, "
+                       "or several joined by + (each once)");
+    }
+    seen[i] = true;
+    if (p[len] == '\0') break;
+    p += len + 1;
+  }
+  env->snapshot_at_exit = seen[0];
+  env->snapshot_on_signal = seen[1];
+  env->snapshot_on_call = seen[2];
   return true;
 }
 
@@ -352,9 +393,11 @@ static const struct { const char *key; value_parser parse; } keys[] = {
   { "stacks", parse_stacks }, { "stackmem", parse_stackmem },
   { "snapshot", parse_snapshot }, { "snapshot_sites", parse_snapshot_sites },
   { "snapshot_mem", parse_snapshot_mem },
+  { "snapshot_out", parse_snapshot_out },
 };
 enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
-       K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, K_SNAPSHOT_MEM, N_KEYS };
+       K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, K_SNAPSHOT_MEM,
+       K_SNAPSHOT_OUT, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -369,6 +412,9 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->stacks_at_site = false;
   env->stackmem = CAML_MEMPROF_DEFAULT_STACKMEM;
   env->snapshot_at_exit = false;
+  env->snapshot_on_signal = false;
+  env->snapshot_on_call = false;
+  env->snapshot_out = CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT;
   env->snapshot_sites = CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES;
   env->snapshot_mem = CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM;
 }
@@ -436,7 +482,7 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
                        "tracker");
     }
   }
-  for (int k = K_SNAPSHOT_SITES; k <= K_SNAPSHOT_MEM; k++) {
+  for (int k = K_SNAPSHOT_SITES; k <= K_SNAPSHOT_OUT; k++) {
     if (vals[k] != NULL && vals[K_SNAPSHOT] == NULL) {
       return bad_value(&m, keys[k].key, vals[k],
                        "has no effect without snapshot=");

@@ -45,13 +45,16 @@
 #define OUT_WINDOW ((size_t)256 << 10)
 #define TMP_TRIES 100
 
-char *caml_memprof_expand_out(const char *tmpl)
+char *caml_memprof_expand_numbered(const char *tmpl, unsigned long n)
 {
   struct caml_memprof_buf b = CAML_MEMPROF_BUF_INIT;
   caml_memprof_buf_lit(&b, "");
   for (const char *p = tmpl; *p; p++) {
     if (p[0] == '%' && p[1] == 'p') {
       caml_memprof_buf_printf(&b, "%ld", (long)getpid());
+      p++;
+    } else if (p[0] == '%' && p[1] == 'n') {
+      caml_memprof_buf_printf(&b, "%lu", n);
       p++;
     } else if (p[0] == '%' && (p[1] == '%' || p[1] == ',')) {
       caml_memprof_buf_add(&b, p + 1, 1);
@@ -62,6 +65,11 @@ char *caml_memprof_expand_out(const char *tmpl)
   }
   if (b.err) { free(b.s); return NULL; }
   return b.s;
+}
+
+char *caml_memprof_expand_out(const char *tmpl)
+{
+  return caml_memprof_expand_numbered(tmpl, 0);
 }
 
 /* `*fd` is `path` opened for writing when it exists and is not a

@@ -1,4 +1,5 @@
-/* memprof-ci: a heap snapshot at exit, with retainer paths.
+/* memprof-ci: a heap snapshot at exit (or in a forked copy of the
+ * program, on demand), with retainer paths.
  *
  * 1. Purpose. With OCAMLMEMPROF=...,snapshot=exit the exit's judgment
  *    of reachability (memprof_reach.c) is made by this file's walk
@@ -11,6 +12,9 @@
  *    `snapshot` section (runtime-patch/format/profile-format.md).
  *    Interface: caml/memprof_snapshot.h; the caller is
  *    memprof_tracker.c (the finish), the renderer memprof_profile.c.
+ *    A snapshot taken while the program runs (snapshot=signal, call) is
+ *    the same finish in a forked copy of the program
+ *    (memprof_tracker.c, design 10); its section's `at` says so.
  * 2. The walk is breadth first from all roots at once: every root is
  *    at depth 0 and a block is first visited from a block of the
  *    smallest depth, so the first block of a site the walk meets, in
@@ -786,11 +790,19 @@ static bool add_path(struct caml_memprof_buf *b, const struct render_state *r,
   return true;
 }
 
+static const char *taken_at = "exit";
+
+void caml_memprof_snapshot_taken_at(const char *at)
+{
+  taken_at = at;
+}
+
 bool caml_memprof_snapshot_render(struct caml_memprof_buf *b,
                                   struct caml_memprof_snapshot *s,
                                   const struct caml_memprof_sorted *so)
 {
-  caml_memprof_buf_lit(b, ",\n\"snapshot\":{\"at\":\"exit\"");
+  caml_memprof_buf_lit(b, ",\n\"snapshot\":{\"at\":");
+  caml_memprof_buf_json_string(b, taken_at);
   if (s->not_taken != NULL) {
     caml_memprof_buf_lit(b, ",\"taken\":false,\"reason\":");
     caml_memprof_buf_json_string(b, s->not_taken);

@@ -131,6 +131,30 @@
  *    design 8, smaller here. Bytecode keeps whole stacks: a verdict
  *    there needs the debug information read at start, which allocates
  *    on the OCaml heap (design 8 does that only when asked).
+ * 10. Snapshots on demand (snapshot=signal, snapshot=call). A snapshot
+ *    taken while the program runs is the exit's profile, with its
+ *    snapshot section, of a copy of the process: at a safe point the
+ *    tracker forks, the child runs the finish of design 4 as at exit
+ *    (its `at` is "signal" or "call" instead of "exit"), writes it to
+ *    `snapshot_out` (its %n the snapshot's number, %p the program's
+ *    pid) and leaves with _exit, and the program waits for it. So
+ *    "live at exit" in that file means live at the snapshot, judged by
+ *    the exit's walk of reachability, and nothing of the program
+ *    changes: no collection is run or moved in it (the child empties
+ *    its own copy of the minor heap), no sampling state or counter is
+ *    touched, and the trace, which the child does not write
+ *    (memprof_ctf.c, design 6), goes on. The child keeps every thread's
+ *    saved stack as a root; it runs no OCaml code and no at_exit. A
+ *    SIGUSR1 handler (installed at start only with `signal`; a program
+ *    that sets its own takes the signal back) sets a flag and
+ *    interrupts the domains; memprof.c's pending-action callback calls
+ *    caml_memprof_tracker_snapshot_requested, which takes it. The
+ *    program's call is the primitive caml_memprof_ci_snapshot (declared
+ *    `external snapshot : unit -> string = "caml_memprof_ci_snapshot"`),
+ *    which returns the path written, or "" (with one line on stderr)
+ *    when none was: the tracker does not run, `call` was not asked
+ *    for, another domain runs (a fork would copy it half-way), or the
+ *    child failed. Memory: the child's, released when it ends.
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -142,7 +166,10 @@
 #include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #endif
 #include "caml/alloc.h"
 #include "caml/backtrace_prim.h"
@@ -163,6 +190,7 @@
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
 #include "caml/platform.h"
+#include "caml/runtime_events.h"
 #ifndef NATIVE_CODE
 #include "caml/fix_code.h"
 #endif
@@ -884,6 +912,13 @@ static size_t sites_now(void)
   return n;
 }
 
+/* Design 10's state. */
+atomic_uintnat caml_memprof_snapshot_requested = 0;
+static atomic_uintnat finished = 0;     /* the finish has begun */
+static atomic_uintnat snapshots_numbered = 0;
+/* In a snapshot's child: the path its profile goes to, else NULL. */
+static const char *snapshot_child_out = NULL;
+
 /* Listing and sorting the stacks for the profile (memprof_profile.h)
  * need none of the counts, so in native code they run beside this
  * thread while this one judges reachability (design 4): on a machine
@@ -909,7 +944,12 @@ static void sorting_start(struct sorting *s)
   s->n = 0;
   s->sorted = NULL;
 #ifdef NATIVE_CODE
-  caml_memprof_beside_start(&s->w, list_and_sort, s, true);
+  /* Not in a snapshot's child (design 10): there a new thread may be
+   * given the stack of one of the program's other threads (the C
+   * library reuses them after a fork), whose local roots the walk has
+   * yet to read. */
+  caml_memprof_beside_start(&s->w, list_and_sort, s,
+                            snapshot_child_out == NULL);
 #else
   caml_memprof_beside_start(&s->w, list_and_sort, s, false);
 #endif
@@ -928,11 +968,124 @@ static void sorting_finish(struct sorting *s)
   }
 }
 
+/**** Snapshots on demand (design 10) ****/
+
+
+#ifndef _WIN32
+static void on_snapshot_signal(int signo)
+{
+  (void)signo;
+  int saved_errno = errno;
+  atomic_store_relaxed(&caml_memprof_snapshot_requested, 1);
+  caml_interrupt_all_signal_safe();
+  errno = saved_errno;
+}
+#endif
+
+static void install_snapshot_signal(void)
+{
+#ifndef _WIN32
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_snapshot_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGUSR1, &sa, NULL) != 0) {
+    fprintf(stderr, "%s: cannot handle SIGUSR1 for snapshot=signal: %s\n",
+            CAML_MEMPROF_ENV_VAR, strerror(errno));
+    exit(2);
+  }
+#endif
+}
+
+/* Take a snapshot (design 10), labelled `at`: NULL and the path written
+ * in `*path_out` (malloc'd), or why none was. */
+static const char *take_snapshot(const char *at, char **path_out)
+{
+  *path_out = NULL;
+#ifdef _WIN32
+  (void)at;
+  return "snapshots on demand need fork()";
+#else
+  if (profile == Val_unit || atomic_load(&finished)) {
+    return "the tracker is not running";
+  }
+  if (!caml_domain_alone()) return "another domain is running";
+  unsigned long n = atomic_fetch_add(&snapshots_numbered, 1) + 1;
+  char *path = caml_memprof_expand_numbered(caml_memprof_env()->snapshot_out, n);
+  if (path == NULL) return "out of memory";
+  pid_t pid = fork();
+  if (pid < 0) {
+    free(path);
+    return "fork failed";
+  }
+  if (pid == 0) {
+    /* As Unix.fork's child does, but keeping the other threads'
+     * descriptors: their saved stacks are roots of the walk. The domain
+     * lock was taken by a thread the child does not have (bytecode
+     * releases it to read the debug information). */
+    caml_reset_domain_lock();
+    caml_acquire_domain_lock();
+    caml_runtime_events_post_fork();
+    snapshot_child_out = path;
+    caml_memprof_snapshot_taken_at(at);
+    _exit(caml_memprof_tracker_finish(0) == 0 ? 0 : 2);
+  }
+  int status = 0;
+  pid_t r;
+  while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
+  /* ECHILD: the program reaps its children itself (SIGCHLD ignored);
+   * the file tells. */
+  bool ok = r == pid ? WIFEXITED(status) && WEXITSTATUS(status) == 0
+    : access(path, F_OK) == 0;
+  if (!ok) {
+    free(path);
+    return "the snapshot's process failed";
+  }
+  *path_out = path;
+  return NULL;
+#endif
+}
+
+static void snapshot_failed(const char *at, const char *why)
+{
+  fprintf(stderr, "%s: no snapshot on %s: %s\n", CAML_MEMPROF_ENV_VAR,
+          strcmp(at, "signal") == 0 ? "SIGUSR1" : "the program's call", why);
+}
+
+void caml_memprof_tracker_snapshot_requested(void)
+{
+  if (!atomic_exchange(&caml_memprof_snapshot_requested, 0)) return;
+  char *path;
+  const char *why = take_snapshot("signal", &path);
+  if (why != NULL) snapshot_failed("signal", why);
+  free(path);
+}
+
+CAMLprim value caml_memprof_ci_snapshot(value unit)
+{
+  CAMLparam1(unit);
+  CAMLlocal1(res);
+  const struct caml_memprof_env *env = caml_memprof_env();
+  char *path = NULL;
+  const char *why = NULL;
+  if (!env->tracking) {
+    why = "the tracker is not running (OCAMLMEMPROF has no rate=)";
+  } else if (!env->snapshot_on_call) {
+    why = "OCAMLMEMPROF's snapshot= does not include call";
+  } else {
+    why = take_snapshot("call", &path);
+  }
+  if (why != NULL && env->tracking) snapshot_failed("call", why);
+  res = caml_copy_string(path != NULL ? path : "");
+  free(path);
+  CAMLreturn(res);
+}
+
 /**** Start ****/
 
 static char **argv_copy = NULL;
 static size_t argc_copy = 0;
-static atomic_uintnat finished = 0;
 
 void caml_memprof_tracker_start(void)
 {
@@ -982,6 +1135,8 @@ void caml_memprof_tracker_start(void)
     tracing = true;
   }
 
+  if (env->snapshot_on_signal) install_snapshot_signal();
+
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(
     &profile, caml_memprof_start_c(env->rate, env->frames,
@@ -1028,7 +1183,8 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
 
   caml_memprof_stop_c(profile);
   peak_freeze();
-  const char *tmpl = caml_memprof_env()->out;
+  const char *tmpl = snapshot_child_out != NULL ? snapshot_child_out
+    : caml_memprof_env()->out;
   struct sorting sorting;
   if (tmpl != NULL) sorting_start(&sorting);
   struct caml_memprof_gc_totals g = caml_memprof_read_gc_totals();
@@ -1043,7 +1199,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
    * a third cycle only to sweep. */
   struct caml_memprof_snapshot *snapshot = NULL;
   bool judged = false;
-  if (caml_memprof_env()->snapshot_at_exit) {
+  if (caml_memprof_env()->snapshot_at_exit || snapshot_child_out != NULL) {
     snapshot = caml_memprof_snapshot_judge(&judged);  /* memprof_snapshot.c */
   }
   if (caml_memprof_env()->live_by_gc
@@ -1071,7 +1227,8 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
   sorting_finish(&sorting);
   if (summed != sorting.n) settle_and_sum(sorting.n, total);
   struct rendering r = { sorting.sorted, &g, total, snapshot };
-  char *path = caml_memprof_expand_out(tmpl);
+  char *path = snapshot_child_out != NULL ? strdup(snapshot_child_out)
+    : caml_memprof_expand_out(tmpl);
   int err = path == NULL ? ENOMEM : caml_memprof_write_out(path, render, &r);
   if (err != 0) {
     fprintf(stderr, "%s: cannot write the allocation profile to '%s': %s\n",

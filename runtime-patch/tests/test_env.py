@@ -59,6 +59,11 @@ BAD = [
     ("stackmem", "-1"), ("stackmem", "1.5M"), ("stackmem", " 1M"), ("stackmem", "1T"),
     ("stackmem", "1099511627777"), ("stackmem", "1025G"), ("stackmem", "0x100"),
     ("snapshot", ""), ("snapshot", "Exit"), ("snapshot", "exit "), ("snapshot", "1"),
+    ("snapshot", "exit+exit"), ("snapshot", "exit+"), ("snapshot", "+call"),
+    ("snapshot", "signal+call+signal"), ("snapshot", "Signal"),
+    ("snapshot", "exit++call"), ("snapshot", "usr1"),
+    ("snapshot_out", ""), ("snapshot_out", "s%q.json"), ("snapshot_out", "s%"),
+    ("snapshot_out", " s.json"), ("snapshot_out", "s\x1b.json"),
 ]
 
 
@@ -67,6 +72,8 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     spec = f"{key}={value}"
     if key in ("frames", "out", "live", "trace", "stacks", "stackmem", "snapshot"):
         spec = f"rate=0.01,{spec}"
+    elif key == "snapshot_out":
+        spec = f"rate=0.01,snapshot=call,{spec}"
     res = run(build("hello"), memprof=spec, check=False)
     assert res.returncode == 2
     assert res.stdout == "", "OCaml code ran despite the bad value"
@@ -111,6 +118,11 @@ def test_bad_value_exits_2_with_one_line(build, key, value):
     ("rate=1,snapshot_mem=1M", "'1M' for key 'snapshot_mem': has no effect without snapshot"),
     ("rate=1,snapshot=exit,snapshot_mem=1T", "'1T' for key 'snapshot_mem': expected a number"),
     ("rate=1,snapshot=exit,snapshot_mem=2048G", "'2048G' for key 'snapshot_mem': expected at most"),
+    ("rate=1,snapshot_out=s.json", "'s.json' for key 'snapshot_out': has no effect without snapshot"),
+    ("rate=1,snapshot=call,out=p%n.json", "only %p (the pid), %% and %, may follow"),
+    ("rate=1,snapshot=call,trace=t%n.ctf", "only %p (the pid), %% and %, may follow"),
+    ("rate=1,snapshot=call,snapshot_out=s%q", "%n (the snapshot's number)"),
+    ("snapshot=signal", "'signal' for key 'snapshot': has no effect without rate"),
     ("rate=0.1,trace=a.ctf,trace=a.ctf", "twice"),
     ("rate=0.1,out=a,b.json", "'b.json': expected key=value"),
     ("rate=0.1,out=a%,,,seed=1", "empty item"),
@@ -200,6 +212,17 @@ def test_stackmem_is_recorded(build, tmp_path, spec, recorded):
     assert res.stdout == "hello\n" and res.stderr == ""
     prof = json.loads((tmp_path / "p.json").read_bytes())
     assert prof["config"]["stackmem"] == recorded
+
+
+@pytest.mark.parametrize("value", ["exit", "signal", "call", "exit+signal", "signal+exit",
+                                   "call+signal+exit", "exit+call"])
+def test_snapshot_values_are_accepted(build, tmp_path, value):
+    res = run(build("hello"), memprof=f"rate=1,snapshot={value},out=p.json,"
+              "snapshot_out=s%n.%p%%.json", cwd=tmp_path)
+    assert res.stdout == "hello\n" and res.stderr == ""
+    # Only `exit` puts a snapshot section into the exit's profile.
+    prof = json.loads((tmp_path / "p.json").read_bytes())
+    assert ("snapshot" in prof) == ("exit" in value.split("+"))
 
 
 def test_bytecode_rejects_too(build):

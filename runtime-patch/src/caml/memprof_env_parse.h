@@ -23,6 +23,7 @@
 #define CAML_MEMPROF_DEFAULT_STACKMEM ((uint64_t)256 << 10)
 #define CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES 20
 #define CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM ((uint64_t)1 << 30)
+#define CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT "memprof.%p.snap%n.json"
 #define CAML_MEMPROF_MAX_SNAPSHOT_SITES 1000
 
 /* Room for any error message: the parser shows at most
@@ -45,6 +46,9 @@ struct caml_memprof_env {
                            innermost slot outside the standard library */
   uint64_t stackmem;    /* bytes of whole stacks kept (stackmem=) */
   bool snapshot_at_exit; /* snapshot=exit: retainer paths at exit */
+  bool snapshot_on_signal; /* snapshot=signal: one on each SIGUSR1 */
+  bool snapshot_on_call; /* snapshot=call: one on each program call */
+  const char *snapshot_out; /* their path template, as out plus %n */
   int snapshot_sites;   /* snapshot_sites=: sites given a path */
   uint64_t snapshot_mem; /* snapshot_mem=: bytes of the snapshot's tables */
 };

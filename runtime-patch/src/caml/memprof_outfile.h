@@ -27,6 +27,10 @@
  * out of memory. */
 char *caml_memprof_expand_out(const char *tmpl);
 
+/* The same, and %n replaced by `n` (snapshot_out; the parser allows %n
+ * in no other template). */
+char *caml_memprof_expand_numbered(const char *tmpl, unsigned long n);
+
 /* Renders a whole document into `b`; false when out of memory (other
  * failures are left in `b->err`). */
 typedef bool (*caml_memprof_render_fn)(struct caml_memprof_buf *b,

@@ -11,7 +11,8 @@
  *    the profile's sorted stacks. The heap must not have changed since
  *    the judgment (nothing runs between them at exit).
  * 3. Thread-safety: all at exit, on the exiting thread, which is the
- *    only one running OCaml.
+ *    only one running OCaml; a snapshot on demand is an exit in a
+ *    forked copy of the program.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -34,6 +35,11 @@ bool caml_memprof_snapshot_render(struct caml_memprof_buf *b,
                                   const struct caml_memprof_sorted *so);
 
 void caml_memprof_snapshot_free(struct caml_memprof_snapshot *s);
+
+/* What the rendered section's `at` says: "exit" unless set, else
+ * "signal" or "call" (in a snapshot's child, memprof_tracker.c design
+ * 10). `at` must outlive the rendering. */
+void caml_memprof_snapshot_taken_at(const char *at);
 
 #endif /* CAML_INTERNALS */
 

@@ -16,6 +16,12 @@
  *    Effect module that registers Effect.Unhandled is not linked); the
  *    profile then carries `incomplete` with `reason`. caml_fatal_error
  *    does not call it (runtime-patch/format/profile-format.md says why).
+ * 4. Snapshots on demand (memprof_tracker.c, design 10): a SIGUSR1 with
+ *    snapshot=signal sets `caml_memprof_snapshot_requested`, which
+ *    memprof.c's pending-action callback (caml_memprof_run_callbacks_res)
+ *    checks at each safe point, calling
+ *    caml_memprof_tracker_snapshot_requested when it is set; that
+ *    writes the snapshot on the domain that takes it.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -35,6 +41,9 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason);
 #include "camlatomic.h"
 #include "mlvalues.h"
 const atomic_uintnat *caml_memprof_tracker_site_counts(value data);
+
+extern atomic_uintnat caml_memprof_snapshot_requested;
+void caml_memprof_tracker_snapshot_requested(void);
 
 #endif /* CAML_INTERNALS */
 
