@@ -151,10 +151,11 @@
  *    caml_memprof_tracker_snapshot_requested, which takes it. The
  *    program's call is the primitive caml_memprof_ci_snapshot (declared
  *    `external snapshot : unit -> string = "caml_memprof_ci_snapshot"`),
- *    which returns the path written, or "" (with one line on stderr)
- *    when none was: the tracker does not run, `call` was not asked
- *    for, another domain runs (a fork would copy it half-way), or the
- *    child failed. Memory: the child's, released when it ends.
+ *    which returns the path written, or "": silently when the tracker
+ *    does not run (an unprofiled program), else with one line on
+ *    stderr when `call` was not asked for, another domain runs (a fork
+ *    would copy it half-way) or the child failed. Memory: the child's,
+ *    released when it ends.
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
@@ -168,6 +169,7 @@
 #ifndef _WIN32
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
@@ -1014,6 +1016,8 @@ static const char *take_snapshot(const char *at, char **path_out)
   unsigned long n = atomic_fetch_add(&snapshots_numbered, 1) + 1;
   char *path = caml_memprof_expand_numbered(caml_memprof_env()->snapshot_out, n);
   if (path == NULL) return "out of memory";
+  struct stat before;                   /* for ECHILD below */
+  bool existed = stat(path, &before) == 0;
   pid_t pid = fork();
   if (pid < 0) {
     free(path);
@@ -1034,10 +1038,14 @@ static const char *take_snapshot(const char *at, char **path_out)
   int status = 0;
   pid_t r;
   while ((r = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {}
-  /* ECHILD: the program reaps its children itself (SIGCHLD ignored);
-   * the file tells. */
+  /* ECHILD: the program reaped the child itself (SIGCHLD ignored, or a
+   * handler of its own). The file tells: a new one is renamed into
+   * place, so it is another file than any that was there before. */
+  struct stat after;
   bool ok = r == pid ? WIFEXITED(status) && WEXITSTATUS(status) == 0
-    : access(path, F_OK) == 0;
+    : stat(path, &after) == 0
+      && (!existed || after.st_ino != before.st_ino
+          || after.st_dev != before.st_dev);
   if (!ok) {
     free(path);
     return "the snapshot's process failed";
@@ -1068,15 +1076,11 @@ CAMLprim value caml_memprof_ci_snapshot(value unit)
   CAMLlocal1(res);
   const struct caml_memprof_env *env = caml_memprof_env();
   char *path = NULL;
-  const char *why = NULL;
-  if (!env->tracking) {
-    why = "the tracker is not running (OCAMLMEMPROF has no rate=)";
-  } else if (!env->snapshot_on_call) {
-    why = "OCAMLMEMPROF's snapshot= does not include call";
-  } else {
-    why = take_snapshot("call", &path);
+  if (env->tracking) {          /* unprofiled, the call is silent */
+    const char *why = env->snapshot_on_call ? take_snapshot("call", &path)
+      : "OCAMLMEMPROF's snapshot= does not include call";
+    if (why != NULL) snapshot_failed("call", why);
   }
-  if (why != NULL && env->tracking) snapshot_failed("call", why);
   res = caml_copy_string(path != NULL ? path : "");
   free(path);
   CAMLreturn(res);

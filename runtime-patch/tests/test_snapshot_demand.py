@@ -127,3 +127,19 @@ def test_unwritable_snapshot_out_is_reported_and_the_program_goes_on(build, tmp_
     assert res.stderr.count("no snapshot on the program's call: the snapshot's "
                             "process failed") == 2
     assert read((tmp_path / "p.json").read_bytes())["version"] == 3
+
+
+def test_a_reaped_snapshot_is_judged_by_a_new_file(build, tmp_path):
+    """With SIGCHLD ignored the system reaps the snapshot's process, and
+    its status is lost: a file left from before does not count as written
+    (/dev/full exists and cannot be written), a new one does."""
+    exe = build("snapshot_reaped")
+    spec = f"rate=1e-3,seed=1,out={tmp_path}/p.json,snapshot=call,snapshot_out="
+    res = run(exe, memprof=spec + "/dev/full")
+    assert res.stdout == "\n"
+    assert "no snapshot on the program's call: the snapshot's process failed" in res.stderr
+    stale = tmp_path / "s1.json"
+    stale.write_text("left from an earlier run")
+    res = run(exe, memprof=spec + f"{tmp_path}/s%n.json")
+    assert res.stdout == f"{stale}\n" and res.stderr == ""
+    assert read(stale.read_bytes())["snapshot"]["at"] == "call"
