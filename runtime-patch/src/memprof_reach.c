@@ -21,16 +21,12 @@
  *    have no fields to follow, and static (NOT_MARKABLE) blocks are
  *    not entered, as the GC does not enter them.
  * 3. The heap is never written: visited blocks are recorded in a side
- *    bitmap with one bit per two heap words, one bitmap per 1 MiB region
- *    of address space, found through a small open addressing table
- *    keyed by region number (bdd 28's 18 MB heap spans 18 regions, so
- *    the table stays in the first-level cache and the bitmaps, 1/128 of
- *    the heap, in the second). Two words suffice, as only the bit of a
- *    block's header is ever set or read: the smallest block off the
- *    minor heap is a header and one field, so no two headers share a
- *    pair of words. The GC's own colours and the program's heap
- *    are left as they were, so nothing needs undoing and a failure
- *    half-way (out of memory) only means falling back to the GC.
+ *    bitmap with one bit per two heap words (caml/memprof_visited.h;
+ *    bdd 28's 18 MB heap spans 18 regions, so the regions' table stays
+ *    in the first-level cache and the bitmaps, 1/128 of the heap, in
+ *    the second). The GC's own colours and the program's heap are left
+ *    as they were, so nothing needs undoing and a failure half-way
+ *    (out of memory) only means falling back to the GC.
  * 4. The walk is exact only when nothing else can run or hide
  *    references: it is used only when the calling domain is the only
  *    one running and no ephemeron was ever created (their data are
@@ -53,6 +49,7 @@
 #include "caml/globroots.h"
 #include "caml/memprof.h"
 #include "caml/memprof_reach.h"
+#include "caml/memprof_visited.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
 #include "caml/roots.h"
@@ -60,134 +57,57 @@
 
 atomic_uintnat caml_memprof_ephemerons_created = 0;
 
-/* The steps of the walk's loop must be inlined into it, whatever the
- * compiler's size heuristics say: a call per visited block costs as
- * much as the visit. */
-#if defined(__GNUC__)
-#define Walk_inline static inline __attribute__((always_inline))
-#else
-#define Walk_inline Caml_inline
-#endif
+#define Walk_inline Caml_memprof_walk_inline
 
-/**** Visited set: one bit per two heap words, per 1 MiB region ****/
+/**** Visited set (caml/memprof_visited.h): adding and freeing ****/
 
-#define REGION_SHIFT 20
-#define GRANULE_SHIFT 4                 /* two words */
-#define REGION_BITS ((uintnat)1 << (REGION_SHIFT - GRANULE_SHIFT))
+static bool regions_grow(struct caml_memprof_visited *v)
+{
+  size_t capacity = v->capacity ? 2 * v->capacity : 64;
+  struct caml_memprof_region *regions = calloc(capacity, sizeof *regions);
+  if (regions == NULL) return false;
+  for (size_t i = 0; i < v->capacity; i++) {
+    if (v->regions[i].key != 0) {
+      *caml_memprof_region_find(regions, capacity, v->regions[i].key) =
+        v->regions[i];
+    }
+  }
+  free(v->regions);
+  v->regions = regions;
+  v->capacity = capacity;
+  return true;
+}
 
-struct region {
-  uintnat key;                        /* region number + 1; 0 = empty */
-  uint64_t *bits;                     /* REGION_BITS bits */
-};
+Caml_noinline uint64_t *
+caml_memprof_visited_add_region(struct caml_memprof_visited *v, uintnat key)
+{
+  if (2 * (v->used + 1) > v->capacity && !regions_grow(v)) {
+    v->failed = true;
+    return NULL;
+  }
+  uint64_t *bits = calloc(CAML_MEMPROF_REGION_BITS / 64, sizeof *bits);
+  if (bits == NULL) { v->failed = true; return NULL; }
+  struct caml_memprof_region *r =
+    caml_memprof_region_find(v->regions, v->capacity, key);
+  r->key = key;
+  r->bits = bits;
+  v->used++;
+  return bits;
+}
+
+void caml_memprof_visited_clear(struct caml_memprof_visited *v)
+{
+  for (size_t i = 0; i < v->capacity; i++) free(v->regions[i].bits);
+  free(v->regions);
+  *v = (struct caml_memprof_visited){ 0 };
+}
 
 struct walk {
-  struct region *regions;
-  size_t capacity;                    /* a power of 2, at most half full */
-  size_t used;
-  /* The region of the last block visited: most blocks of a heap lie in
-   * the regions of its pools, so most lookups end here. */
-  uintnat last_key;
-  uint64_t *last_bits;
+  struct caml_memprof_visited vis;
   struct range { value *start, *end; } *stack;   /* fields to scan */
   size_t depth, stack_capacity;
   bool failed;                        /* out of memory: the walk stops */
 };
-
-Caml_inline size_t region_slot(uintnat key, size_t capacity)
-{
-  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (capacity - 1);
-}
-
-/* The slot for `key` in `regions`: where it is, or the empty slot where
- * it belongs. */
-Caml_inline struct region *region_find(struct region *regions,
-                                       size_t capacity, uintnat key)
-{
-  size_t mask = capacity - 1;
-  for (size_t j = region_slot(key, capacity);; j = (j + 1) & mask) {
-    if (regions[j].key == key || regions[j].key == 0) return &regions[j];
-  }
-}
-
-static bool regions_grow(struct walk *w)
-{
-  size_t capacity = w->capacity ? 2 * w->capacity : 64;
-  struct region *regions = calloc(capacity, sizeof *regions);
-  if (regions == NULL) return false;
-  for (size_t i = 0; i < w->capacity; i++) {
-    if (w->regions[i].key != 0) {
-      *region_find(regions, capacity, w->regions[i].key) = w->regions[i];
-    }
-  }
-  free(w->regions);
-  w->regions = regions;
-  w->capacity = capacity;
-  return true;
-}
-
-/* Adds region `key` (absent) with a clear bitmap; NULL, with `failed`
- * set, when memory runs out. */
-static Caml_noinline uint64_t *region_add(struct walk *w, uintnat key)
-{
-  if (2 * (w->used + 1) > w->capacity && !regions_grow(w)) {
-    w->failed = true;
-    return NULL;
-  }
-  uint64_t *bits = calloc(REGION_BITS / 64, sizeof *bits);
-  if (bits == NULL) { w->failed = true; return NULL; }
-  struct region *r = region_find(w->regions, w->capacity, key);
-  r->key = key;
-  r->bits = bits;
-  w->used++;
-  return bits;
-}
-
-/* The bitmap of region `key`, added if `add`; NULL if absent (or if it
- * could not be added, which sets `failed`). Becomes the last region. */
-Walk_inline uint64_t *region_bits(struct walk *w, uintnat key, bool add)
-{
-  if (key == w->last_key) return w->last_bits;
-  uint64_t *bits = NULL;
-  if (w->capacity) {
-    struct region *r = region_find(w->regions, w->capacity, key);
-    if (r->key != 0) bits = r->bits;
-  }
-  if (bits == NULL) {
-    if (!add) return NULL;
-    bits = region_add(w, key);
-    if (bits == NULL) return NULL;
-  }
-  w->last_key = key;
-  w->last_bits = bits;
-  return bits;
-}
-
-/* The bitmap word holding the visited bit of the header at `hp` in its
- * region's `bits`, and that bit in `*bit`. */
-Caml_inline uint64_t *bit_of(uint64_t *bits, uintnat hp, uint64_t *bit)
-{
-  uintnat granule = (hp >> GRANULE_SHIFT) & (REGION_BITS - 1);
-  *bit = (uint64_t)1 << (granule & 63);
-  return &bits[granule >> 6];
-}
-
-/* Sets the visited bit of the block whose header is at `hp`; true if it
- * was clear. */
-Walk_inline bool first_visit(struct walk *w, uintnat hp)
-{
-  uint64_t *bits = region_bits(w, (hp >> REGION_SHIFT) + 1, true);
-  if (bits == NULL) return false;
-  uint64_t bit, *cell = bit_of(bits, hp, &bit);
-  if (*cell & bit) return false;
-  *cell |= bit;
-  return true;
-}
-
-static void free_regions(struct walk *w)
-{
-  for (size_t i = 0; i < w->capacity; i++) free(w->regions[i].bits);
-  free(w->regions);
-}
 
 /**** The walk ****/
 
@@ -228,7 +148,7 @@ Walk_inline bool enter(struct walk *w, value v, value **start, value **end)
     hd = Hd_val(v);
   }
   if (Has_status_hd(hd, NOT_MARKABLE)) return false;
-  if (!first_visit(w, (uintnat)Hp_val(v))) return false;
+  if (!caml_memprof_first_visit(&w->vis, (uintnat)Hp_val(v))) return false;
   tag_t tag = Tag_hd(hd);
   if (tag >= No_scan_tag) return false;
   if (tag == Cont_tag) {
@@ -272,43 +192,14 @@ static void drain(struct walk *w)
 static bool reachable(value block, void *data)
 {
   struct walk *w = data;
-  uintnat hp = (uintnat)Hp_val(block);
-  uint64_t *bits = region_bits(w, (hp >> REGION_SHIFT) + 1, false);
-  if (bits == NULL) return false;
-  uint64_t bit;
-  return (*bit_of(bits, hp, &bit) & bit) != 0;
+  return caml_memprof_was_visited(&w->vis, (uintnat)Hp_val(block));
 }
 
 /**** The visited set, for memprof_snapshot.c's walk ****/
 
-struct caml_memprof_visited { struct walk w; };
-
-struct caml_memprof_visited *caml_memprof_visited_new(void)
-{
-  return calloc(1, sizeof(struct caml_memprof_visited));
-}
-
-bool caml_memprof_visited_first(struct caml_memprof_visited *v, value block)
-{
-  return first_visit(&v->w, (uintnat)Hp_val(block));
-}
-
-bool caml_memprof_visited_failed(const struct caml_memprof_visited *v)
-{
-  return v->w.failed;
-}
-
 bool caml_memprof_visited_has(value block, void *v)
 {
-  return reachable(block, &((struct caml_memprof_visited *)v)->w);
-}
-
-void caml_memprof_visited_free(struct caml_memprof_visited *v)
-{
-  if (v == NULL) return;
-  free_regions(&v->w);
-  free(v->w.stack);
-  free(v);
+  return caml_memprof_was_visited(v, (uintnat)Hp_val(block));
 }
 
 bool caml_memprof_judge_by_reachability(void)
@@ -331,9 +222,9 @@ bool caml_memprof_judge_by_reachability(void)
   }
   drain(&w);
 
-  bool judged = !w.failed;
+  bool judged = !w.failed && !w.vis.failed;
   if (judged) caml_memprof_judge_major(reachable, &w);
-  free_regions(&w);
+  caml_memprof_visited_clear(&w.vis);
   free(w.stack);
   return judged;
 }

@@ -20,19 +20,30 @@
  *    smallest depth, so the first block of a site the walk meets, in
  *    its order, is one of that site's blocks nearest to a root, and
  *    the parents recorded on the way give a shortest path to it. The
- *    roots, the rules for following fields and the visited set are
- *    those of memprof_reach.c (its design 2 and 3), so the set of
- *    blocks visited, which then judges the tracked blocks, is the same.
+ *    roots, the rules for following fields and the visited set
+ *    (caml/memprof_visited.h) are those of memprof_reach.c (its design
+ *    2 and 3), so the set of blocks visited, which then judges the
+ *    tracked blocks, is the same. A field's block enters the queue on
+ *    its header's bit alone, its header unread: the header is read when
+ *    the block's turn comes, fetched (prefetch) while the entries
+ *    before it are scanned, so that the walk's one cache miss per block
+ *    overlaps others instead of stalling it. Only then is an infix
+ *    pointer taken to its closure (which enters, with the infix entry's
+ *    parent, unless its own bit is set) and a static block skipped: an
+ *    infix header's bit lies inside its closure, where no other
+ *    block's header is, so setting it changes no judgment. The paths
+ *    shown are read back through the parents together (read_paths),
+ *    each queue entry once.
  * 3. Memory, all of it C memory (malloc), none on the OCaml heap, and no
  *    collection run or moved (the minor heap is emptied first, as
  *    without a snapshot):
  *    - the visited bitmap of memprof_reach.c: 1/128 of the address
  *      span of the heap's regions, as without a snapshot;
  *    - the queue, which is also the parent map: 16 bytes for each
- *      reachable block that has fields to follow (its address, the
- *      queue index of its parent and that of its root), kept until the
- *      end since paths are read back through it; it replaces the
- *      depth-first walk's stack;
+ *      block the walk enters (its address, the queue index of its
+ *      parent and that of its root): every reachable block, and each
+ *      static block or infix pointer a field leads to first; kept
+ *      until the end since paths are read back through it;
  *    - 16 bytes per root whose value is first visited from it;
  *    - the tracked blocks' table: 32 bytes per tracked major block, at
  *      most half full (so at most 64 per block), and 32 bytes per
@@ -41,15 +52,17 @@
  *      bytes per tracked major block (16 bits; at least 512 bytes, at
  *      most 512 KiB);
  *    - at rendering, 24 bytes per raw stack of the profile and 80 per
- *      reachable tracked block, to group them by site.
+ *      reachable tracked block, to group them by site, and 4 bytes per
+ *      hop of each path shown, twice at most (read back, then copied
+ *      per site).
  *    Each array doubles when full, so for a moment it holds its old and
  *    new copies. The walk's arrays (all but the bitmap and the
  *    rendering's) are bounded by `snapshot_mem` (OCAMLMEMPROF, 1 GiB by
  *    default), counting both copies while one grows. The queue's indices
- *    are 32 bits: a heap with 2^32 - 1 or more reachable blocks with
- *    fields, a growth past snapshot_mem or a failed allocation ends the
- *    snapshot, which is then reported as not taken with the reason, and
- *    the exit falls back to the walk without a snapshot. The section's
+ *    are 32 bits: 2^32 - 1 or more blocks entered, a growth past
+ *    snapshot_mem or a failed allocation ends the snapshot, which is
+ *    then reported as not taken with the reason, and the exit falls
+ *    back to the walk without a snapshot. The section's
  *    `table_bytes` is the largest sum of these arrays' capacities the
  *    walk reached (the bitmap not included).
  * 4. Roots, named by kind: a field of a compilation unit's module
@@ -96,6 +109,7 @@
 #include "caml/memprof_reach.h"
 #include "caml/memprof_snapshot.h"
 #include "caml/memprof_tracker.h"
+#include "caml/memprof_visited.h"
 #include "caml/minor_gc.h"
 #include "caml/mlvalues.h"
 #include "caml/roots.h"
@@ -103,6 +117,12 @@
 #ifdef NATIVE_CODE
 #include "caml/frame_descriptors.h"
 #include "caml/stack.h"
+#endif
+
+#if defined(__GNUC__)
+#define Prefetch(p) __builtin_prefetch(p)
+#else
+#define Prefetch(p) ((void)(p))
 #endif
 
 #define NONE UINT32_MAX
@@ -136,7 +156,7 @@ struct target {
 
 struct caml_memprof_snapshot {
   const char *not_taken;                /* why, or NULL when taken */
-  struct caml_memprof_visited *vis;
+  struct caml_memprof_visited vis;
   struct qent *q;
   size_t qlen, qcap;
   struct rootrec *roots;
@@ -194,7 +214,7 @@ static bool room(struct caml_memprof_snapshot *s, void **arr, size_t *cap,
   if (ncap > (size_t)NONE) ncap = NONE;
   if (len >= ncap) {
     s->failed = true;
-    s->not_taken = "more than 2^32 - 2 reachable blocks to record";
+    s->not_taken = "more than 2^32 - 2 blocks to record";
     return false;
   }
   if (!within_limit(s, ncap * size)) return false;
@@ -312,9 +332,9 @@ static void add_tracked(value block, value data, size_t samples, void *arg)
 
 /**** The walk (design 2) ****/
 
-/* The block a field or root value `v` leads the walk to (an infix
- * pointer's closure), or 0 when the walk does not enter it: an
- * immediate, a young or a static block. */
+/* The block a root value `v` leads the walk to (an infix pointer's
+ * closure), or 0 when the walk does not enter it: an immediate, a
+ * young or a static block. */
 Caml_inline value target_of(value v)
 {
   if (!Is_block(v) || Is_young(v)) return 0;
@@ -323,49 +343,48 @@ Caml_inline value target_of(value v)
   return Has_status_hd(Hd_val(v), NOT_MARKABLE) ? 0 : v;
 }
 
-/* A block first visited, from queue entry `parent` under root `root`
- * (NONE, NONE: a root itself). */
-Caml_inline void enter(struct caml_memprof_snapshot *s, value v,
-                       uint32_t parent, uint32_t root)
+/* Block `v`, whose bit was just set, if it is tracked: a target, met
+ * from queue entry `parent` under root `root`. */
+Caml_memprof_walk_inline void claim(struct caml_memprof_snapshot *s, value v,
+                                    uint32_t parent, uint32_t root)
 {
-  s->reachable++;
+  if (!maybe_tracked(s, v)) return;
+  struct tracked *t = tracked_find(s, v);
+  if (t == NULL) return;
+  if (!room(s, (void **)&s->targets, &s->targetcap, s->ntargets,
+            sizeof *s->targets))
+    return;
+  s->targets[s->ntargets++] =
+    (struct target){ v, t->site, t->samples, parent, root };
+  t->found = s->ntargets;
+}
+
+/* `v`, whose bit was just set, joins the queue, found from queue entry
+ * `parent` under root `root` (NONE, NONE: a root itself). Its header is
+ * not read here (design 2). */
+Caml_memprof_walk_inline void enter(struct caml_memprof_snapshot *s, value v,
+                                    uint32_t parent, uint32_t root)
+{
   if (parent == NONE) {
     if (!room(s, (void **)&s->roots, &s->rcap, s->nroots, sizeof *s->roots))
       return;
     root = (uint32_t)s->nroots;
     s->roots[s->nroots++] = (struct rootrec){ s->kind, s->where };
   }
-  struct tracked *t = maybe_tracked(s, v) ? tracked_find(s, v) : NULL;
-  if (t != NULL) {
-    if (!room(s, (void **)&s->targets, &s->targetcap, s->ntargets,
-              sizeof *s->targets))
-      return;
-    s->targets[s->ntargets++] =
-      (struct target){ v, t->site, t->samples, parent, root };
-    t->found = s->ntargets;
-  }
-  header_t hd = Hd_val(v);
-  if (Tag_hd(hd) >= No_scan_tag || Wosize_hd(hd) == 0) return;
+  claim(s, v, parent, root);
   if (s->qlen == s->qcap
       && !room(s, (void **)&s->q, &s->qcap, s->qlen, sizeof *s->q)) return;
   s->q[s->qlen++] = (struct qent){ v, parent, root };
 }
 
-static void out_of_memory_if_failed(struct caml_memprof_snapshot *s)
-{
-  if (caml_memprof_visited_failed(s->vis)) {
-    s->failed = true;
-    s->not_taken = "out of memory";
-  }
-}
-
+/* A root, or a value found on a continuation's stack. */
 static void visit(struct caml_memprof_snapshot *s, value v, uint32_t parent,
                   uint32_t root)
 {
   v = target_of(v);
-  if (v == 0) return;
-  if (caml_memprof_visited_first(s->vis, v)) enter(s, v, parent, root);
-  else out_of_memory_if_failed(s);
+  if (v != 0 && caml_memprof_first_visit(&s->vis, (uintnat)Hp_val(v))) {
+    enter(s, v, parent, root);
+  }
 }
 
 static void visit_action(void *data, value v, volatile value *unused)
@@ -471,14 +490,34 @@ static void scan_roots(struct caml_memprof_snapshot *s)
   }
 }
 
-/* Breadth first: the queue is scanned in the order blocks entered it. */
+/* Breadth first: the queue is scanned in the order blocks entered it.
+ * A field's block enters it by its header's bit alone, the header not
+ * read (an infix pointer's bit is that of its infix header, a static
+ * block's is set too); the entry PREFETCH ahead is fetched while this
+ * one is scanned, and its header then says what it is (design 2). */
+#define PREFETCH 16
+
 static void drain(struct caml_memprof_snapshot *s)
 {
-  for (size_t i = 0; i < s->qlen && !s->failed; i++) {
+  for (size_t i = 0; i < s->qlen && !s->failed && !s->vis.failed; i++) {
+    if (i + PREFETCH < s->qlen) {
+      Prefetch((const void *)Hp_val(s->q[i + PREFETCH].v));
+    }
     value v = s->q[i].v;
     uint32_t root = s->q[i].root;
     header_t hd = Hd_val(v);
+    if (Tag_hd(hd) == Infix_tag) {
+      /* Its closure, unless that was entered already. */
+      v -= Infix_offset_hd(hd);
+      if (!caml_memprof_first_visit(&s->vis, (uintnat)Hp_val(v))) continue;
+      s->q[i].v = v;
+      hd = Hd_val(v);
+      claim(s, v, s->q[i].parent, root);
+    }
+    if (Has_status_hd(hd, NOT_MARKABLE)) continue;
+    s->reachable++;
     tag_t tag = Tag_hd(hd);
+    if (tag >= No_scan_tag) continue;
     if (tag == Cont_tag) {
       struct stack_info *stk = Ptr_val(Field(v, 0));
       if (stk != NULL) {
@@ -490,7 +529,17 @@ static void drain(struct caml_memprof_snapshot *s)
     }
     value *p = Op_val(v), *end = p + Wosize_hd(hd);
     if (tag == Closure_tag) p += Start_env_closinfo(Closinfo_val(v));
-    for (; p < end && !s->failed; p++) visit(s, *p, (uint32_t)i, root);
+    for (; p < end; p++) {
+      value f = *p;
+      if (Is_block(f) && !Is_young(f)
+          && caml_memprof_first_visit(&s->vis, (uintnat)Hp_val(f))) {
+        enter(s, f, (uint32_t)i, root);
+      }
+    }
+  }
+  if (s->vis.failed) {
+    s->failed = true;
+    s->not_taken = "out of memory";
   }
 }
 
@@ -529,19 +578,16 @@ struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
   struct caml_memprof_snapshot *s = calloc(1, sizeof *s);
   if (s == NULL) return &no_memory;
   s->limit = caml_memprof_env()->snapshot_mem;
-  s->vis = caml_memprof_visited_new();
-  if (s->vis == NULL) { free(s); return &no_memory; }
   caml_empty_minor_heaps_once();
   caml_memprof_each_major(add_tracked, s);
   if (!s->failed) filter_build(s);
   if (!s->failed) scan_roots(s);
   if (!s->failed) drain(s);
   if (!s->failed) {
-    caml_memprof_judge_major(caml_memprof_visited_has, s->vis);
+    caml_memprof_judge_major(caml_memprof_visited_has, &s->vis);
     *judged = true;
   }
-  caml_memprof_visited_free(s->vis);
-  s->vis = NULL;
+  caml_memprof_visited_clear(&s->vis);
   if (s->failed) {
     free_tables(s);
     s->ntargets = 0;
@@ -758,16 +804,81 @@ static void add_hop(struct caml_memprof_buf *b, const struct render_state *r,
   caml_memprof_buf_lit(b, "}");
 }
 
-static bool add_path(struct caml_memprof_buf *b, const struct render_state *r,
-                     const struct target *t)
+/* The paths of the sites shown, read back through the queue's parents
+ * together: a long path's entries lie far apart in the queue, and the
+ * paths of several sites often share their part near the root (one
+ * long list holding them all). Parents come before their children in
+ * the queue, so the chains are followed from the highest entry down,
+ * and two chains reaching the same entry meet there: each entry is read
+ * once. `chain[c]` gets the entries from the root to target `first[c]`'s
+ * parent (`len[c]` of them); false when out of memory. */
+static bool read_paths(struct caml_memprof_snapshot *s,
+                       const size_t *first, size_t n, uint32_t **chain,
+                       size_t *len)
+{
+  struct up {
+    uint32_t *e;                        /* from the parent upwards */
+    size_t n, cap;
+    uint32_t head;                      /* next entry to read, or NONE */
+    size_t into, at;                    /* met chain `into` at its e[at] */
+  } *u = calloc(n ? n : 1, sizeof *u);
+  if (u == NULL) return false;
+  bool ok = true;
+  for (size_t c = 0; c < n; c++) {
+    u[c].head = s->targets[first[c]].parent;
+    u[c].into = SIZE_MAX;
+  }
+  while (ok) {
+    size_t c = SIZE_MAX;                /* the chain at the highest entry */
+    for (size_t d = 0; d < n; d++) {
+      if (u[d].head != NONE && (c == SIZE_MAX || u[d].head > u[c].head)) c = d;
+    }
+    if (c == SIZE_MAX) break;
+    uint32_t h = u[c].head;
+    if (u[c].n == u[c].cap) {
+      size_t cap = u[c].cap ? 2 * u[c].cap : 64;
+      uint32_t *e = realloc(u[c].e, cap * sizeof *e);
+      if (e == NULL) { ok = false; break; }
+      u[c].e = e;
+      u[c].cap = cap;
+    }
+    u[c].e[u[c].n++] = h;
+    u[c].head = s->q[h].parent;
+    for (size_t d = 0; d < n; d++) {
+      if (d != c && u[d].head == h) {
+        u[d].head = NONE;
+        u[d].into = c;
+        u[d].at = u[c].n - 1;
+      }
+    }
+  }
+  for (size_t c = 0; ok && c < n; c++) {
+    size_t total = 0;
+    for (size_t d = c, at = 0; d != SIZE_MAX; at = u[d].at, d = u[d].into) {
+      total += u[d].n - at;
+    }
+    chain[c] = malloc((total ? total : 1) * sizeof **chain);
+    if (chain[c] == NULL) { ok = false; break; }
+    len[c] = total;
+    size_t k = total;                   /* filled from the target up */
+    for (size_t d = c, at = 0; d != SIZE_MAX; at = u[d].at, d = u[d].into) {
+      for (size_t j = at; j < u[d].n; j++) chain[c][--k] = u[d].e[j];
+    }
+  }
+  size_t bytes = n * sizeof *u;
+  for (size_t c = 0; c < n; c++) {
+    bytes += (u[c].cap + (ok ? len[c] : 0)) * sizeof(uint32_t);
+    free(u[c].e);
+  }
+  account(s, 0, bytes);
+  free(u);
+  return ok;
+}
+
+static void add_path(struct caml_memprof_buf *b, const struct render_state *r,
+                     const struct target *t, const uint32_t *chain, size_t n)
 {
   struct caml_memprof_snapshot *s = r->s;
-  size_t n = 0;
-  for (uint32_t p = t->parent; p != NONE; p = s->q[p].parent) n++;
-  uint32_t *chain = malloc((n + 1) * sizeof *chain);
-  if (chain == NULL) return false;
-  size_t k = n;
-  for (uint32_t p = t->parent; p != NONE; p = s->q[p].parent) chain[--k] = p;
   size_t hops = n + 1;                  /* the target is the last */
   caml_memprof_buf_lit(b, ",\"root\":");
   add_root(b, &s->roots[t->root]);
@@ -786,8 +897,6 @@ static bool add_path(struct caml_memprof_buf *b, const struct render_state *r,
     add_hop(b, r, v, next);
   }
   caml_memprof_buf_lit(b, "]");
-  free(chain);
-  return true;
 }
 
 static const char *taken_at = "exit";
@@ -869,7 +978,14 @@ bool caml_memprof_snapshot_render(struct caml_memprof_buf *b,
   caml_memprof_buf_field(b, false, "table_bytes", s->peak_bytes);
   caml_memprof_buf_lit(b, ",\"sites\":[");
   size_t limit = (size_t)caml_memprof_env()->snapshot_sites;
-  for (size_t i = 0; ok && i < ng && i < limit; i++) {
+  size_t shown = ng < limit ? ng : limit;
+  size_t *first = malloc((shown ? shown : 1) * sizeof *first);
+  uint32_t **chain = calloc(shown ? shown : 1, sizeof *chain);
+  size_t *len = malloc((shown ? shown : 1) * sizeof *len);
+  ok = ok && first != NULL && chain != NULL && len != NULL;
+  for (size_t i = 0; ok && i < shown; i++) first[i] = g[i].first;
+  ok = ok && read_paths(s, first, shown, chain, len);
+  for (size_t i = 0; ok && i < shown; i++) {
     const struct group *x = &g[i];
     if (i) caml_memprof_buf_lit(b, ",");
     caml_memprof_buf_lit(b, "\n{");
@@ -879,10 +995,14 @@ bool caml_memprof_snapshot_render(struct caml_memprof_buf *b,
     caml_memprof_buf_field(b, false, "live_words", x->words);
     caml_memprof_buf_field(b, false, "shared_samples", x->shared_samples);
     caml_memprof_buf_field(b, false, "shared_words", x->shared_words);
-    ok = add_path(b, &r, &s->targets[x->first]);
+    add_path(b, &r, &s->targets[x->first], chain[i], len[i]);
     caml_memprof_buf_lit(b, "}");
   }
   caml_memprof_buf_lit(b, "]}");
+  for (size_t i = 0; chain != NULL && i < shown; i++) free(chain[i]);
+  free(chain);
+  free(first);
+  free(len);
   free(r.refs);
   free(order);
   free(g);

@@ -101,8 +101,8 @@ def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None,
     return res
 
 
-def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None, tmp,
-            name="p.json", **kw):
+def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None,
+            snapshot=None, tmp, name="p.json", **kw):
     """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""
     out = tmp / name
     spec = f"rate={rate},frames={frames},out={out}"
@@ -112,6 +112,8 @@ def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None, tmp,
         spec += f",live={live}"
     if stackmem is not None:
         spec += f",stackmem={stackmem}"
+    if snapshot is not None:
+        spec += f",snapshot={snapshot}"
     res = run(exe, *args, memprof=spec, **kw)
     raw = out.read_bytes()
     return read_profile(raw), raw, res
@@ -124,7 +126,8 @@ def read_profile(raw) -> dict:
     """A profile the runtime wrote, checked against the format's JSON Schema,
     with each stack's missing counts given as zeros and its frame indices
     replaced by the frame table's objects (so tests read `st["live_samples"]`
-    and `st["frames"]` as in format version 1)."""
+    and `st["frames"]` as in format version 1), the snapshot's sites' too.
+    Version 4 is the one with a snapshot."""
     global _validator
     import jsonschema
     if _validator is None:
@@ -132,12 +135,14 @@ def read_profile(raw) -> dict:
         _validator = jsonschema.validators.validator_for(schema)(schema)
     doc = json.loads(raw)
     _validator.validate(doc)
-    assert doc["version"] == 3
+    assert doc["version"] == (4 if "snapshot" in doc else 3)
     table = doc.pop("frame_table")
     for st in doc["stacks"]:
         st["frames"] = [table[i] for i in st["frames"]]
         for k in doc["totals"]:
             st.setdefault(k, 0)
+    for site in doc.get("snapshot", {}).get("sites", []):
+        site["frames"] = [table[i] for i in site["frames"]]
     return doc
 
 

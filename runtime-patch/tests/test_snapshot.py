@@ -214,3 +214,29 @@ def test_same_run_same_bytes(build, tmp_path):
         run(exe, memprof=SPEC.format(out=tmp_path / name))
         raw.append((tmp_path / name).read_bytes())
     assert b'"snapshot"' in raw[0] and raw[0] == raw[1]
+
+
+def test_paths_through_one_long_list_share_their_hops(build, tmp_path):
+    """Three sites held at the end of one 3000-cell list: each path is the
+    list, the option, the record, a list cell, then the block, and the
+    three are read back together (they meet at the record)."""
+    exe = build("snapshot_long")
+    doc, _ = snapshot_of(exe, tmp_path)
+    sites = [site_named(doc, f"Snapshot_long.{f}")
+             for f in ("make_pair", "make_floats", "make_bytes")]
+    assert all(s is not None for s in sites), [functions(s["frames"]) for s in doc["snapshot"]["sites"]]
+    for s in sites:
+        assert s["root"]["kind"] == "global" and s["root"]["unit"] == "Snapshot_long"
+        assert s["root"] == sites[0]["root"]
+        # 3000 cells, Some, the record, a cell of one of its lists, the block.
+        assert s["depth"] == 3004
+        path = s["path"]
+        assert path[24] == {"elided": 3004 - 24 - 8}
+        assert len(path) == 24 + 1 + 8
+        assert all((h["tag"], h["size"], h["field"]) == (0, 2, 1) for h in path[:24])
+        assert [(h["tag"], h["size"]) for h in path[-5:-1]] == [(0, 2), (0, 1), (0, 3), (0, 2)]
+        assert path[-5]["field"] == 0 and path[-4]["field"] == 0
+    fields = [s["path"][-3]["field"] for s in sites]
+    assert fields == [0, 1, 2]
+    tags = [s["path"][-1]["tag"] for s in sites]
+    assert tags == [0, 254, 252]

@@ -11,8 +11,9 @@
  *    any domain; read by the walk, which runs when no other domain
  *    does.
  * 3. Thread-safety: the walk runs on the one running domain, at exit.
- * 4. The visited set below is the walk's, lent to the snapshot's walk
- *    (caml/memprof_snapshot.h), which judges by it the same way.
+ * 4. caml_memprof_visited_has is a caml_memprof_reachable for the
+ *    visited set (caml/memprof_visited.h) of memprof_snapshot.c's walk,
+ *    which judges by it the same way.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -30,17 +31,7 @@
 extern atomic_uintnat caml_memprof_ephemerons_created;
 bool caml_memprof_judge_by_reachability(void);
 
-/* The walk's visited set (a bit per two heap words, memprof_reach.c
- * design 3), for the snapshot's own walk (memprof_snapshot.c): `first`
- * sets the bit of a block (not young, not infix) and says whether it
- * was clear; after a failure (out of memory) it says false and `failed`
- * true. `has` is a caml_memprof_reachable. */
-struct caml_memprof_visited;
-struct caml_memprof_visited *caml_memprof_visited_new(void);
-bool caml_memprof_visited_first(struct caml_memprof_visited *v, value block);
-bool caml_memprof_visited_failed(const struct caml_memprof_visited *v);
-bool caml_memprof_visited_has(value block, void *v);
-void caml_memprof_visited_free(struct caml_memprof_visited *v);
+bool caml_memprof_visited_has(value block, void *visited);
 
 #endif /* CAML_INTERNALS */
 
