@@ -57,8 +57,6 @@
 
 atomic_uintnat caml_memprof_ephemerons_created = 0;
 
-#define Walk_inline Caml_memprof_walk_inline
-
 /**** Visited set (caml/memprof_visited.h): adding and freeing ****/
 
 static bool regions_grow(struct caml_memprof_visited *v)
@@ -121,7 +119,7 @@ static Caml_noinline bool stack_grow(struct walk *w)
   return true;
 }
 
-Walk_inline bool push(struct walk *w, value *start, value *end)
+Caml_memprof_walk_inline bool push(struct walk *w, value *start, value *end)
 {
   if (w->depth == w->stack_capacity && !stack_grow(w)) return false;
   w->stack[w->depth++] = (struct range){ start, end };
@@ -140,7 +138,7 @@ static Caml_noinline void scan_fiber(struct walk *w, value cont)
 /* Visits block `v` (not young). True, with its fields in
  * [*start, *end), if it was not visited before and has fields to
  * follow. A continuation's stack is scanned here, as roots. */
-Walk_inline bool enter(struct walk *w, value v, value **start, value **end)
+Caml_memprof_walk_inline bool enter(struct walk *w, value v, value **start, value **end)
 {
   header_t hd = Hd_val(v);
   if (Tag_hd(hd) == Infix_tag) {
@@ -176,7 +174,7 @@ static void visit_root(void *data, value v, volatile value *unused)
  * No field is young: the minor heap was emptied first. */
 static void drain(struct walk *w)
 {
-  while (w->depth > 0 && !w->failed) {
+  while (w->depth > 0 && !w->failed && !w->vis.failed) {
     struct range r = w->stack[--w->depth];
     while (r.start < r.end) {
       value v = *r.start++;
