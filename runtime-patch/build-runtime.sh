@@ -143,7 +143,11 @@ fi
 echo "build-runtime: configuring and building ($jobs jobs, ~3 minutes cold)"
 (
   cd "$src_new"
-  ./configure --prefix="$prefix" \
+  # The patched compiler writes each block's allocation point into 20
+  # reserved header bits (memprof_points.c); blocks stay up to 2^34 words.
+  reserved=()
+  [ "${STOCK:-0}" = 1 ] || reserved=(--enable-reserved-header-bits=20)
+  ./configure --prefix="$prefix" "${reserved[@]}" \
     --disable-ocamldoc --disable-debugger --disable-stdlib-manpages \
     --disable-instrumented-runtime --enable-ocamltest
   make -j"$jobs"

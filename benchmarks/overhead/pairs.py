@@ -17,7 +17,11 @@ Invariants: the program's output is discarded and its profile goes to a
 private temporary directory removed afterwards; a bad argument or a failed
 run is one line on stderr and exit 2. Prints figures only; no thresholds.
 
-Usage: pairs.py PROGRAM 'ARGS' RATE PAIRS
+With --extra=ITEMS the profiled side's OCAMLMEMPROF gets `,ITEMS` too
+(e.g. --extra=points=on), and with --versus-profiled the other side runs
+profiled without them instead of unprofiled: the cost of ITEMS alone.
+
+Usage: pairs.py PROGRAM 'ARGS' RATE PAIRS [--extra=ITEMS [--versus-profiled]]
 """
 
 import os
@@ -55,7 +59,11 @@ def _summary(on: list[float], off: list[float]) -> str:
 
 
 def main(args: list[str]) -> int:
-    a = script_args.parse("pairs.py", args, "PAIRS", 1000)
+    extra = next((x.split("=", 1)[1] for x in args if x.startswith("--extra=")), "")
+    versus = "--versus-profiled" in args
+    args = [x for x in args if not x.startswith("--extra=") and x != "--versus-profiled"]
+    a = script_args.parse("pairs.py", args, "PAIRS", 1000,
+                          " [--extra=ITEMS [--versus-profiled]]")
     if a is None:
         return 2
     exe, prog_args, rate_s, _, pairs, argv = a
@@ -65,7 +73,10 @@ def main(args: list[str]) -> int:
         # A new file per run (%p), removed after its pair: replacing the last
         # run's profile would add its removal to the profiled time, and
         # keeping them all would leave their writeback to later runs.
-        prof = dict(base, OCAMLMEMPROF=f"rate={rate_s},seed=1,out={tmp}/p.%p.json")
+        plain = f"rate={rate_s},seed=1,out={tmp}/p.%p.json"
+        prof = dict(base, OCAMLMEMPROF=plain + (f",{extra}" if extra else ""))
+        if versus:
+            base = dict(base, OCAMLMEMPROF=plain)
         try:
             for i in range(pairs):
                 order = (True, False) if i % 2 == 0 else (False, True)
@@ -81,7 +92,9 @@ def main(args: list[str]) -> int:
             return 2
     on, off = (list(zip(*runs[p])) for p in (True, False))
     sys_ms = statistics.fmean(a - b for a, b in zip(on[2], off[2])) * 1e3
-    print(f"{os.path.basename(exe)} {prog_args} rate={rate_s} pairs={pairs}: "
+    what = f"rate={rate_s}" + (f",{extra}" if extra else "") + \
+        (f" against rate={rate_s}" if versus else "")
+    print(f"{os.path.basename(exe)} {prog_args} {what} pairs={pairs}: "
           f"wall {_summary(on[0], off[0])}; cpu {_summary(on[1], off[1])}; "
           f"system {sys_ms:+.1f} ms; peak RSS {rss[False] / 1024:.1f} -> "
           f"{rss[True] / 1024:.1f} MB ({(rss[True] - rss[False]) / 1024:+.1f} MB); "

@@ -1,4 +1,4 @@
-"""Reading and validating memprof-ci runtime profiles (format versions 1 to 4).
+"""Reading and validating memprof-ci runtime profiles (format versions 1 to 5).
 
 A profile is the JSON document one process run writes when OCAMLMEMPROF is
 set (see runtime-patch/format/profile-format.md).  Version 1 spells out each
@@ -6,7 +6,9 @@ stack's frame objects; version 2 lists every frame object once in
 `frame_table` and each stack's frames as indices into it; version 3 is
 version 2 with a stack's counts of zero left out; version 4 is version 3
 with a `snapshot` section (retainer paths at exit, checked by snapshot.py
-and kept in Profile.snapshot, None for other versions).  Invariants: load_profile
+and kept in Profile.snapshot, None for other versions); version 5 is
+version 3 or 4 with a `points` section (exact counts per allocation point,
+checked by points.py and kept in Profile.points).  Invariants: load_profile
 either returns a Profile whose structure, counter types and per-stack
 identities have been checked, or raises InputError naming the file; all
 versions give the same Profile (a version-3 stack gets its missing counts
@@ -23,12 +25,12 @@ import operator
 import os
 from dataclasses import dataclass, field
 
-from . import mdsafe, snapshot, validate
+from . import mdsafe, points, snapshot, validate
 from .errors import InputError
 
 FORMAT = "memprof-ci/profile"
-VERSIONS = (1, 2, 3, 4)
-VERSION = 3          # what the runtime writes (4 with OCAMLMEMPROF snapshot=exit)
+VERSIONS = (1, 2, 3, 4, 5)
+VERSION = 3          # what the runtime writes (4 with snapshot=exit, 5 with points=on)
 WORD_BYTES = 8
 
 TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
@@ -69,6 +71,8 @@ class Profile:
     # Version 4: snapshot.parse_snapshot's result (retainer paths at exit);
     # sites.retainers_by_site keys its sites as the site table does.
     snapshot: dict | None = field(default=None, repr=False)
+    # Version 5: points.parse_points's result (exact counts per point).
+    points: points.Points | None = field(default=None, repr=False)
 
 
 _is_count = validate.is_count
@@ -126,7 +130,8 @@ def _check_header(doc, path: str, bad) -> tuple:
                          f"{' and '.join(map(str, VERSIONS))}); upgrade memprof-ci or "
                          f"rebuild the runtime")
     keys = TOP_KEYS + (("frame_table",) if version >= 2 else ()) + \
-        (("snapshot",) if version >= 4 else ())
+        (("snapshot",) if version == 4 or (version == 5 and "snapshot" in doc) else ()) + \
+        (("points",) if version == 5 else ())
     missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
@@ -219,9 +224,11 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
         _forget_peak(doc["totals"], stacks)
     if version >= 3:
         fill_zero_counts(stacks, COUNT_KEYS + ((PEAK_KEY,) if peak else ()))
-    snap = None
-    if version >= 4:
+    snap = pts = None
+    if version >= 4 and "snapshot" in doc:
         snap = snapshot.parse_snapshot(doc["snapshot"], doc["frame_table"], path)
+    if version >= 5:
+        pts = points.parse_points(doc["points"], path)
     if version >= 2:
         expand_frame_table(doc["frame_table"], stacks, path)
     if check_stacks:
@@ -231,7 +238,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
                    gc=gc_out, totals=doc["totals"], stacks=stacks,
                    stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"),
-                   snapshot=snap)
+                   snapshot=snap, points=pts)
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -20,6 +20,10 @@
  *                 (memprof_ctf.c); given without out=, no profile is
  *                 written, only the trace
  *      live=walk|gc
+ *      points=on|off
+ *                 on: exact counts per allocation point, from the
+ *                 site ids in the blocks' headers (memprof_points.c);
+ *                 off (the default) counts none
  *      stacks=full|site
  *                 full (the default) keeps each sample's callstack
  *                 prefix of `frames` slots; site cuts it after the
@@ -84,8 +88,8 @@
 #include <string.h>
 #include "caml/memprof_env_parse.h"
 
-#define KEYS "(keys: seed, rate, frames, out, trace, live, stacks, stackmem, " \
-  "snapshot, snapshot_sites, snapshot_mem, snapshot_out)"
+#define KEYS "(keys: seed, rate, frames, out, trace, live, points, stacks, " \
+  "stackmem, snapshot, snapshot_sites, snapshot_mem, snapshot_out)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -288,6 +292,15 @@ static bool parse_live(struct msg *m, const char *val,
   return true;
 }
 
+static bool parse_points(struct msg *m, const char *val,
+                         struct caml_memprof_env *env)
+{
+  if (strcmp(val, "on") == 0) env->points = true;
+  else if (strcmp(val, "off") == 0) env->points = false;
+  else return bad_value(m, "points", val, "expected on or off (the default)");
+  return true;
+}
+
 static bool parse_stacks(struct msg *m, const char *val,
                          struct caml_memprof_env *env)
 {
@@ -393,11 +406,11 @@ static const struct { const char *key; value_parser parse; } keys[] = {
   { "stacks", parse_stacks }, { "stackmem", parse_stackmem },
   { "snapshot", parse_snapshot }, { "snapshot_sites", parse_snapshot_sites },
   { "snapshot_mem", parse_snapshot_mem },
-  { "snapshot_out", parse_snapshot_out },
+  { "snapshot_out", parse_snapshot_out }, { "points", parse_points },
 };
 enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
        K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, K_SNAPSHOT_MEM,
-       K_SNAPSHOT_OUT, N_KEYS };
+       K_SNAPSHOT_OUT, K_POINTS, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -408,6 +421,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->frames = CAML_MEMPROF_DEFAULT_FRAMES;
   env->out = CAML_MEMPROF_DEFAULT_OUT;
   env->live_by_gc = false;
+  env->points = false;
   env->trace = NULL;
   env->stacks_at_site = false;
   env->stackmem = CAML_MEMPROF_DEFAULT_STACKMEM;

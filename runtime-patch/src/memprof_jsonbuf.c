@@ -84,8 +84,15 @@ void caml_memprof_buf_field(struct caml_memprof_buf *b, bool first,
 void caml_memprof_buf_json_string(struct caml_memprof_buf *b, const char *s)
 {
   if (s == NULL) { caml_memprof_buf_lit(b, "null"); return; }
+  caml_memprof_buf_json_string_n(b, s, strlen(s));
+}
+
+void caml_memprof_buf_json_string_n(struct caml_memprof_buf *b,
+                                    const char *s, size_t n)
+{
   caml_memprof_buf_lit(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  const unsigned char *end = (const unsigned char *)s + n;
+  for (const unsigned char *p = (const unsigned char *)s; p < end; p++) {
     if (*p == '"' || *p == '\\') {
       char esc[2] = { '\\', (char)*p };
       caml_memprof_buf_add(b, esc, 2);

@@ -58,6 +58,7 @@
 #include "caml/memprof_env.h"
 #include "caml/memprof_frames.h"
 #include "caml/memprof_jsonbuf.h"
+#include "caml/memprof_points.h"
 #include "caml/memprof_profile.h"
 #include "caml/memprof_snapshot.h"
 #include "caml/minor_gc.h"
@@ -549,14 +550,11 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   const struct caml_memprof_gc_totals *g = p->gc;
   const struct caml_memprof_sorted *so = p->sorted;
 
-  /* Version 4 is version 3 with a snapshot (the format document). */
-  if (p->snapshot != NULL) {
-    caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":4,"
-                         "\"ocaml_version\":");
-  } else {
-    caml_memprof_buf_lit(b, "{\"format\":\"memprof-ci/profile\",\"version\":3,"
-                         "\"ocaml_version\":");
-  }
+  /* Version 4 is version 3 with a snapshot, version 5 either with the
+   * allocation points (the format document). */
+  caml_memprof_buf_printf(b, "{\"format\":\"memprof-ci/profile\","
+                          "\"version\":%d,\"ocaml_version\":",
+                          env->points ? 5 : p->snapshot != NULL ? 4 : 3);
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
   caml_memprof_buf_lit(b, ",\"backend\":\"native\",\"argv\":[");
@@ -606,6 +604,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   caml_memprof_buf_lit(b, "\n],\n\"stacks\":[");
   render_all_lines(b, so);
   caml_memprof_buf_lit(b, "\n]");
+  if (!caml_memprof_points_render(b)) return false;
   if (p->snapshot != NULL && !caml_memprof_snapshot_render(b, p->snapshot, so))
     return false;
   caml_memprof_buf_lit(b, "}\n");

@@ -48,6 +48,7 @@
 #include "caml/finalise.h"
 #include "caml/globroots.h"
 #include "caml/memprof.h"
+#include "caml/memprof_points.h"
 #include "caml/memprof_reach.h"
 #include "caml/memprof_visited.h"
 #include "caml/minor_gc.h"
@@ -147,6 +148,7 @@ Caml_memprof_walk_inline bool enter(struct walk *w, value v, value **start, valu
   }
   if (Has_status_hd(hd, NOT_MARKABLE)) return false;
   if (!caml_memprof_first_visit(&w->vis, (uintnat)Hp_val(v))) return false;
+  caml_memprof_points_live(hd);
   tag_t tag = Tag_hd(hd);
   if (tag >= No_scan_tag) return false;
   if (tag == Cont_tag) {
@@ -209,6 +211,7 @@ bool caml_memprof_judge_by_reachability(void)
   /* Young survivors move to the major heap (memprof settles young
    * entries there); the walk then sees one heap. */
   caml_empty_minor_heaps_once();
+  caml_memprof_points_live_begin();
 
   struct walk w = { 0 };
   caml_domain_state *d = Caml_state;

@@ -103,6 +103,7 @@
 #include "caml/finalise.h"
 #include "caml/globroots.h"
 #include "caml/memory.h"
+#include "caml/memprof_points.h"
 #include "caml/memprof.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_profile.h"
@@ -516,6 +517,7 @@ static void drain(struct caml_memprof_snapshot *s)
     }
     if (Has_status_hd(hd, NOT_MARKABLE)) continue;
     s->reachable++;
+    caml_memprof_points_live(hd);
     tag_t tag = Tag_hd(hd);
     if (tag >= No_scan_tag) continue;
     if (tag == Cont_tag) {
@@ -579,6 +581,7 @@ struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
   if (s == NULL) return &no_memory;
   s->limit = caml_memprof_env()->snapshot_mem;
   caml_empty_minor_heaps_once();
+  caml_memprof_points_live_begin();
   caml_memprof_each_major(add_tracked, s);
   if (!s->failed) filter_build(s);
   if (!s->failed) scan_roots(s);

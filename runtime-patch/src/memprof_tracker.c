@@ -185,6 +185,7 @@
 #include "caml/memprof_ctf.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_outfile.h"
+#include "caml/memprof_points.h"
 #include "caml/memprof_profile.h"
 #include "caml/memprof_reach.h"
 #include "caml/memprof_snapshot.h"
@@ -1140,6 +1141,7 @@ void caml_memprof_tracker_start(void)
   }
 
   if (env->snapshot_on_signal) install_snapshot_signal();
+  if (env->points) caml_memprof_points_start();     /* memprof_points.c */
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(
@@ -1207,10 +1209,15 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
     snapshot = caml_memprof_snapshot_judge(&judged);  /* memprof_snapshot.c */
   }
   if (caml_memprof_env()->live_by_gc
-      || (!judged && !caml_memprof_judge_by_reachability())) {
+      || (!judged && !(judged = caml_memprof_judge_by_reachability()))) {
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
+  caml_memprof_points_live_end(
+    judged ? NULL : caml_memprof_env()->live_by_gc
+    ? "live=gc: major cycles judge liveness, no walk"
+    : "no walk of the heap at exit: another domain was running, an "
+      "ephemeron was created, or the walk ran out of memory");
 
   if (tracing) {
     int terr = caml_memprof_ctf_finish();

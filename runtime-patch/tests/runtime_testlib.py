@@ -102,7 +102,7 @@ def run(exe, *args, env=None, memprof=None, runparam=None, check=True, cwd=None,
 
 
 def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None,
-            snapshot=None, tmp, name="p.json", **kw):
+            snapshot=None, points=None, tmp, name="p.json", **kw):
     """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""
     out = tmp / name
     spec = f"rate={rate},frames={frames},out={out}"
@@ -114,6 +114,8 @@ def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None,
         spec += f",stackmem={stackmem}"
     if snapshot is not None:
         spec += f",snapshot={snapshot}"
+    if points is not None:
+        spec += f",points={points}"
     res = run(exe, *args, memprof=spec, **kw)
     raw = out.read_bytes()
     return read_profile(raw), raw, res
@@ -127,7 +129,7 @@ def read_profile(raw) -> dict:
     with each stack's missing counts given as zeros and its frame indices
     replaced by the frame table's objects (so tests read `st["live_samples"]`
     and `st["frames"]` as in format version 1), the snapshot's sites' too.
-    Version 4 is the one with a snapshot."""
+    Version 4 is the one with a snapshot, 5 any with allocation points."""
     global _validator
     import jsonschema
     if _validator is None:
@@ -135,7 +137,7 @@ def read_profile(raw) -> dict:
         _validator = jsonschema.validators.validator_for(schema)(schema)
     doc = json.loads(raw)
     _validator.validate(doc)
-    assert doc["version"] == (4 if "snapshot" in doc else 3)
+    assert doc["version"] == (5 if "points" in doc else 4 if "snapshot" in doc else 3)
     table = doc.pop("frame_table")
     for st in doc["stacks"]:
         st["frames"] = [table[i] for i in st["frames"]]

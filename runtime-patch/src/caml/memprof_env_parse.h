@@ -42,6 +42,7 @@ struct caml_memprof_env {
                            NULL when trace= is given without out= */
   const char *trace;    /* CTF trace path template, or NULL */
   bool live_by_gc;      /* live=gc: major cycles decide live at exit */
+  bool points;          /* points=on: exact counts per allocation point */
   bool stacks_at_site;  /* stacks=site: each callstack is cut after its
                            innermost slot outside the standard library */
   uint64_t stackmem;    /* bytes of whole stacks kept (stackmem=) */

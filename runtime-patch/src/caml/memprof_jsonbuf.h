@@ -95,6 +95,10 @@ void caml_memprof_buf_field(struct caml_memprof_buf *b, bool first,
 void caml_memprof_buf_json_string(struct caml_memprof_buf *b,
                                   const char *s);
 
+/* Append the `n` bytes at `s` as a JSON string. */
+void caml_memprof_buf_json_string_n(struct caml_memprof_buf *b,
+                                    const char *s, size_t n);
+
 #endif /* CAML_INTERNALS */
 
 #endif /* CAML_MEMPROF_JSONBUF_H */

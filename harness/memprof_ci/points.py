@@ -1,0 +1,80 @@
+"""The profile's allocation points (format version 5, OCAMLMEMPROF points=on).
+
+Job: check and read a profile's `points` section into a Points value: exact
+counts per allocation point, keyed by (file, line, first char, last char,
+function).  Invariants: parse_points returns only checked data or raises
+InputError naming the file and the bad entry; a point listed by several
+units (one location inlined into each) is one key with the sum of their
+counts; live counts are None exactly when the section says why live was
+not counted; nothing here scales or estimates: every count is the
+runtime's exact sum (runtime-patch/format/profile-format.md, "Allocation
+points").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import validate
+from .errors import InputError
+
+# The counts of a point, in the order the runtime writes them.
+COUNTS = ("minor_blocks", "minor_words", "major_blocks", "major_words",
+          "promoted_blocks", "promoted_words", "live_blocks", "live_words")
+LIVE = (6, 7)
+PSEUDO = ("(runtime)", "(unmarshal)", "(Obj.dup)", "(unregistered)")
+
+
+@dataclass(frozen=True)
+class Points:
+    live_missing: str | None      # why live is not counted, or None
+    complete: bool
+    unavailable: str | None
+    counts: dict                  # key -> tuple of len(COUNTS) (live None when missing)
+
+    def allocated_words(self, key) -> int:
+        c = self.counts[key]
+        return c[1] + c[3]
+
+
+def parse_points(sec, path: str) -> Points:
+    def bad(msg):
+        return InputError(f"{path}: malformed points section: {msg}; regenerate "
+                          f"it with the memprof-ci runtime")
+    if not isinstance(sec, dict) or set(sec) - {"live", "complete", "unavailable", "points"}:
+        raise bad("not an object of live, complete, unavailable and points")
+    live = sec.get("live")
+    if live is True:
+        missing = None
+    elif live is None or (isinstance(live, str) and live):
+        missing = validate.text(live or "not counted", f"{path}: points.live")
+    else:
+        raise bad(f"live is {live!r}")
+    complete = sec.get("complete")
+    if not isinstance(complete, bool):
+        raise bad("complete is not a boolean")
+    unavailable = validate.text(sec.get("unavailable"), f"{path}: points.unavailable",
+                                optional=True)
+    entries = sec.get("points")
+    if not isinstance(entries, list):
+        raise bad("points is not a list")
+    counts: dict = {}
+    for i, e in enumerate(entries):
+        if not (isinstance(e, list) and len(e) == 5 + len(COUNTS)
+                and isinstance(e[0], str) and isinstance(e[4], str)
+                and all(validate.is_count(v) for v in e[1:4])):
+            raise bad(f"point {i} is not [file, line, first, last, function, "
+                      f"{len(COUNTS)} counts]")
+        vals = e[5:]
+        for j, v in enumerate(vals):
+            ok = v is None if (j in LIVE and missing is not None) else validate.is_count(v)
+            if not ok:
+                raise bad(f"point {i}: {COUNTS[j]} is {v!r}")
+        if e[0] == "" and e[4] not in PSEUDO:
+            raise bad(f"point {i}: a pseudo point named {e[4]!r}")
+        key = (e[0], e[1], e[2], e[3], e[4])
+        prev = counts.get(key)
+        counts[key] = tuple(vals) if prev is None else tuple(
+            None if a is None else a + b for a, b in zip(prev, vals))
+    return Points(live_missing=missing, complete=complete, unavailable=unavailable,
+                  counts=counts)
