@@ -61,6 +61,8 @@ def test_known_allocation_is_counted_exactly_at_each_point(known, tmp_path, runp
         # Counting moves no collection: the GC's own counters are the
         # unprofiled run's.
         assert {k: prof["gc"][k] for k in KEYS} == unprofiled_counters(exe, args, runparam)
+        # Every word allocated in the minor heap is some point's.
+        assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
         runs[args] = points(prof)
     tuple_line = line_of(src, "Sys.opaque_identity (i, -i)")
     float_line = line_of(src, "Sys.opaque_identity (float_of_int i")
