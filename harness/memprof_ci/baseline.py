@@ -39,6 +39,11 @@ site live at exit that a heap snapshot of the baseline's code gave one, one
 line per site) is validated into meta["retainers"]; a baseline without it
 loads with no such key, and a failing site's report then says that the
 baseline has no path recorded.
+
+The optional "points" section (pointsites.py: exact words, blocks and
+live words per site from the allocation points of the first seed's run,
+one line per site) loads into Aggregate.points; a baseline without it
+loads with None, and its alloc and live checks compare sampled sites.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ import os
 import subprocess
 from collections import Counter
 
-from . import retention
+from . import pointsites, retention
 from . import validate as V
 from .errors import InputError, MemprofError
 from .overhead import parse_record
@@ -96,6 +101,7 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "overhead": overhead,
         "sites": {k: s.to_json() for k, s in sorted(agg.sites.items())},
         **({"stacks": stacks_document(agg)} if agg.stacks is not None else {}),
+        **({"points": pointsites.section(agg.points)} if agg.points is not None else {}),
         **({"schedule": schedule} if schedule is not None else {}),
         **({"retainers": retainers} if retainers is not None else {}),
     }
@@ -125,6 +131,8 @@ def dumps(doc: dict) -> str:
             parts.append(f"  {one(k)}: {{\n{inner}\n  }}")
         elif k == "stacks" and v:
             parts.append(f"  {one(k)}: " + _section_text(v, one, ("frames", "list")))
+        elif k == "points" and v:
+            parts.append(f"  {one(k)}: " + _section_text(v, one, (), ("sites",)))
         elif k == "schedule" and v:
             parts.append(f"  {one(k)}: " + _section_text(v, one, ("gc", "dithers"), ("sites",)))
         elif k == "gc_runs" and v:
@@ -384,6 +392,8 @@ def parse_baseline(doc, path: str) -> Aggregate:
             meta["schedule"] = parse_schedule(doc["schedule"])
         if doc.get("retainers") is not None:
             meta["retainers"] = retention.parse_section(doc["retainers"])
+        if doc.get("points") is not None:
+            agg.points = pointsites.parse_section(doc["points"])
         if doc.get("stacks") is not None:
             agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
                                                    agg.total_live)

@@ -32,7 +32,8 @@ from .context import Context
 from .errors import ConfigError, InfraError, InputError, MemprofError
 from .history import make_record, read_runs, write_record
 from .history_html import render_history
-from .manifest import judged_with, load_manifest, parse_shard, shard_names
+from .manifest import (EXACT_MIN_EFFECT, SETTINGS, judged_with, load_manifest, parse_shard,
+                       shard_names)
 from .mdsafe import printable
 from .merge import merge
 from . import plan as P
@@ -422,6 +423,8 @@ def cmd_compare(args) -> int:
     for name, v, lo, hi in (("--alpha", args.alpha, 0, 1), ("--min-share", args.min_share, 0, 1)):
         if not (is_finite(v) and lo < v < hi):
             raise ConfigError(f"{name} must be in ({lo}, {hi}), got {v}")
+    given = args.min_effect
+    args.min_effect = SETTINGS["min_effect"] if given is None else given
     for name, v in (("--min-effect", args.min_effect), ("--gc-tolerance", args.gc_tolerance),
                     ("--gc-timing-tolerance", args.gc_timing_tolerance)):
         if not (is_finite(v) and v >= 0):
@@ -429,6 +432,8 @@ def cmd_compare(args) -> int:
     _check_output_paths(args.report_dir, None)
     pairs, notes = load_pairs(args.a, args.b, args.grouping)
     rep = compare_report(pairs, notes, {"alpha": args.alpha, "min_effect": args.min_effect,
+                                        "exact_min_effect": (EXACT_MIN_EFFECT if given is None
+                                                             else args.min_effect),
                                         "min_share": args.min_share},
                          args.gc_tolerance, args.gc_timing_tolerance)
     _attach_stacks(rep, {name: (a, b) for name, a, b in pairs})

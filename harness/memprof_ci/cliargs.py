@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from . import __version__
-from .manifest import SETTINGS
+from .manifest import EXACT_MIN_EFFECT, SETTINGS
 
 
 def _add_run_options(p, check: bool, profile: bool = False):
@@ -147,7 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--grouping", choices=("function", "line", "innermost"),
                    help="site grouping for profiles (default: the baseline's, else function)")
     c.add_argument("--alpha", type=float, default=SETTINGS["alpha"])
-    c.add_argument("--min-effect", type=float, default=SETTINGS["min_effect"])
+    c.add_argument("--min-effect", type=float, default=None,
+                   help=f"smallest change that fails: default {SETTINGS['min_effect']:g} for "
+                        f"sampled sites, {EXACT_MIN_EFFECT:g} for sites counted per "
+                        f"allocation point")
     c.add_argument("--min-share", type=float, default=SETTINGS["min_share"])
     c.add_argument("--gc-tolerance", type=float, default=SETTINGS["gc_tolerance"])
     c.add_argument("--gc-timing-tolerance", type=float,

@@ -3,7 +3,11 @@
 The rule: a benchmark is counted exactly (rate 1, one run, every word)
 when that run costs at most `exact_limit` (default 2) times the CPU time of
 the sampled runs a check would otherwise make (its seeds at its rate), and
-is sampled otherwise.  Counting exactly costs a callback per allocated
+is sampled otherwise.  A benchmark that counts its allocation points
+(`points`, on by default, where the runtime counts them: native code) is
+sampled without this measurement: the points already make its alloc and
+live checks exact (pointsites.py), and rate 1 is left to a benchmark that
+asks for exact stacks (`mode = "exact"`).  Counting exactly costs a callback per allocated
 block, so programs of few, large blocks count exactly for little and
 programs of many small blocks do not (benchmarks/RESULTS.md, "Exact mode's
 cost").  With the default limit, a check of a suite takes at most about
@@ -65,7 +69,13 @@ def choose(bench, sampled, profiles_dir: str, previous: str | None = None):
     """(plan fields, exact Aggregate or None) for an "auto" benchmark whose
     sampled measurement is `sampled` (runner.collect's, with its CPU time)
     and whose baseline being replaced chose mode `previous` (or None).
-    The plan fields say the mode chosen and why."""
+    The plan fields say the mode chosen and why.  A benchmark whose
+    sampled measurement counted its allocation points (`points`) is
+    sampled: its alloc and live checks are exact without a run at rate 1."""
+    if bench.points and sampled.points is not None:
+        return ({"mode": "sampled", "exact_cost": None, "exact_limit": bench.exact_limit,
+                 "points": True, "from_rate": bench.rate, "from_seeds": list(bench.seeds)},
+                None)
     # A run too short for the clock's resolution counts as 10 ms.
     sampled_cpu = max(float(sampled.meta.get("cpu_seconds") or 0.0), MIN_CPU)
     limit = effective_limit(bench.exact_limit, previous)
@@ -85,6 +95,9 @@ def choose(bench, sampled, profiles_dir: str, previous: str | None = None):
 
 def describe(name: str, fields: dict) -> str:
     """One line for update-baselines' output."""
+    if fields.get("points"):
+        return (f"{name}: sampled, with every allocation point counted exactly (points): "
+                f"no run at rate 1")
     cost, limit = fields.get("exact_cost"), fields["exact_limit"]
     how = ("over the limit (stopped)" if cost is None else f"{cost:.2f}x the sampled runs")
     kept = (cost is not None and (fields["mode"] == "exact") != (cost <= limit))

@@ -83,7 +83,16 @@ def worst_first(rows: list) -> list:
 def site_name(r) -> str:
     via = f" (via {r['via']})" if r.get("via") else ""
     ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
-    return f"{r['site']}{via}{ren}"
+    return f"{r['site']}{via}{ren}{split_text(r)}"
+
+
+def split_text(r) -> str:
+    """A point site's callers, as the sampled stacks estimate them."""
+    sp = r.get("split")
+    if not sp:
+        return ""
+    return (" (called from " + ", ".join(f"{c['site']} {c['share']:.0%}" for c in sp)
+            + ", estimated)")
 
 
 def num_of(o: dict, k: str) -> float | None:

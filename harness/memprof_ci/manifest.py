@@ -40,6 +40,7 @@ SETTINGS = {
     "grouping": "function",
     "mode": "auto",
     "exact_limit": 2.0,
+    "points": True,
     "detect": None,
     "detect_cost": 4.0,
     "timeout": 600.0,
@@ -88,6 +89,11 @@ class Benchmark:
     # baseline then records; sampled otherwise.
     mode: str = "auto"
     exact_limit: float = 2.0
+    # Count every allocation point exactly (OCAMLMEMPROF points=on) in the
+    # first seed's run: the alloc and live checks then compare exact words
+    # per site wherever the baseline counted them too (pointsites.py), and
+    # an "auto" benchmark needs no run at rate 1 (exactplan.choose).
+    points: bool = True
     # The smallest increase to catch with 90% power at every site holding
     # min_share: update-baselines plans rate and seeds for it (plan.py),
     # spending at most detect_cost times the manifest's profiled runs.
@@ -116,7 +122,7 @@ class Benchmark:
 
     def params(self) -> dict:
         return {"alpha": self.alpha, "min_effect": self.min_effect,
-                "min_share": self.min_share}
+                "exact_min_effect": self.exact_min_effect, "min_share": self.min_share}
 
     def settings(self) -> dict:
         return {k: getattr(self, k) for k in SETTINGS}
@@ -171,7 +177,7 @@ def _check_setting(where: str, key: str, v):
         if not _num(v) or not 0 < v <= 1e7:
             raise bad(f"must be a positive number of seconds (at most 1e7), got {v!r}")
         return float(v)
-    if key in ("gc_exact", "overhead_time_fails", "concurrent"):
+    if key in ("gc_exact", "overhead_time_fails", "concurrent", "points"):
         if not isinstance(v, bool):
             raise bad(f"must be true or false, got {v!r}")
         return v

@@ -47,9 +47,16 @@ def site_mdes(base, share: float, alpha: float, family: int, factor: float = 1.0
 
 def family_size(bases) -> int:
     """Holm's family in a check of these baselines: every alloc site and
-    every site with live samples."""
-    return sum(len(x.sites) + sum(1 for s in x.sites.values() if s.live_samples)
-               for x in bases)
+    every site with live samples, except those counted per allocation
+    point (no test)."""
+    n = 0
+    for x in bases:
+        live = sum(1 for s in x.sites.values() if s.live_samples)
+        if x.points is None:
+            n += len(x.sites) + live
+        elif x.points.live_missing is not None:
+            n += live
+    return n
 
 
 def stated_power(bench, base, family: int, share: float) -> str:
@@ -57,6 +64,10 @@ def stated_power(bench, base, family: int, share: float) -> str:
     largest site and at every site holding `share`, from its baseline."""
     if base.rate == 1:
         return f"{bench.name}: counted exactly; fails at +{bench.min_effect:.0%} at a site"
+    if base.points is not None:
+        return (f"{bench.name}: counted exactly per allocation point; fails at "
+                f"+{bench.exact_min_effect:.0%} at a site holding >= {bench.min_share:.1%} "
+                f"(no test: the counts are exact)")
     m = site_mdes(base, share, bench.alpha, family)
     if not m:
         return f"{bench.name}: no site holds {share:.0%} of the allocation"

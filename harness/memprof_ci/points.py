@@ -70,7 +70,7 @@ def parse_points(sec, path: str) -> Points:
             ok = v is None if (j in LIVE and missing is not None) else validate.is_count(v)
             if not ok:
                 raise bad(f"point {i}: {COUNTS[j]} is {v!r}")
-        if e[0] == "" and e[4] not in PSEUDO:
+        if e[0] == "" and e[4].startswith("(") and e[4] not in PSEUDO:
             raise bad(f"point {i}: a pseudo point named {e[4]!r}")
         key = (e[0], e[1], e[2], e[3], e[4])
         prev = counts.get(key)

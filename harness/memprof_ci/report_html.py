@@ -48,7 +48,7 @@ import re
 import urllib.parse
 
 from . import mdsafe, report_retention
-from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
+from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text, split_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
 from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
@@ -145,6 +145,12 @@ def _site_rows(b) -> list:
     return rows
 
 
+def _split_note(r) -> str:
+    """A point site's estimated callers, as a note under its name."""
+    return f' <span class="note">{esc(split_text(r).strip(" ()"))}</span>' if r.get("split") \
+        else ""
+
+
 def _delta_text(r) -> str:
     try:
         return fmt_delta(r)
@@ -189,6 +195,7 @@ def _site_row(r, src) -> str:
         extra += f' <span class="via">via {esc(r["via"])}</span>'
     if r.get("renamed_from"):
         extra += f' <span class="note">renamed or moved from {esc(r["renamed_from"])}</span>'
+    extra += _split_note(r)
     word = {"regression": "REGRESSION", "improvement": "improvement",
             "moved": "moved", "~": "~"}.get(status, esc(status))
     if r.get("renamed_from") and status == "~":
@@ -303,7 +310,8 @@ def _focus_section(report, names, regs, data) -> str:
            '<th>current</th><th>delta [95% CI]</th><th>p (Holm)</th></tr></thead><tbody>']
     for bi, name, r in regs[:FOCUS_ROWS]:
         out.append(f'<tr class="regression"><td><a href="#bench-{bi}">{esc(name)}</a></td>'
-                   f'<td><code>{esc(r.get("site"))}</code></td><td>{esc(r.get("check"))}</td>'
+                   f'<td><code>{esc(r.get("site"))}</code>{_split_note(r)}</td>'
+                   f'<td>{esc(r.get("check"))}</td>'
                    f'<td>{fmt_bytes(r.get("baseline_bytes"))}</td>'
                    f'<td>{fmt_bytes(r.get("current_bytes"))}</td>'
                    f'<td>{esc(_delta_text(r))}</td><td>{fmt_p(r.get("p_adj"))}</td></tr>')
@@ -312,7 +320,8 @@ def _focus_section(report, names, regs, data) -> str:
         out.append(f'<p class="note">{len(regs) - FOCUS_ROWS} more regressed site row(s) in '
                    f'the benchmarks\' tables below.</p>')
     bi, name, r = regs[0]
-    graph = focus_data(report["benchmarks"][name].get("stacks"), r.get("site"), STACKS_PER_SITE)
+    graph = focus_data(report["benchmarks"][name].get("stacks"), r.get("stacks_site", r.get("site")),
+                       STACKS_PER_SITE)
     out.append(f'<h3 id="focus-title">Worst regression: <code>{esc(r.get("site"))}</code> '
                f'({esc(name)}, {esc(r.get("check"))}, {esc(_delta_text(r))}): its heaviest '
                f'call stacks, baseline and current run</h3>')

@@ -56,7 +56,8 @@ from . import validate
 from .errors import InputError, MemprofError
 from .profile import load_profile
 from .runner import run_once
-from .sites import UNKNOWN, classify, retainers_by_site, site_label
+from .sitekey import site_label
+from .sites import UNKNOWN, classify, retainers_by_site
 from .view import root_text, tag_name
 
 # Sites given a path by the snapshot of one run (OCAMLMEMPROF

@@ -12,7 +12,7 @@ exactly as a single run would.
 
 from __future__ import annotations
 
-from . import stats
+from . import pointsites, stats
 from .sites import Aggregate
 
 CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
@@ -91,13 +91,69 @@ def _site_map(agg: Aggregate, check: str) -> dict:
     return out
 
 
+def counted_points(cur: Aggregate, base: Aggregate, check: str) -> bool:
+    """Both sides counted `check` exactly per allocation point."""
+    return (cur.points is not None and base.points is not None
+            and cur.points.counts(check) and base.points.counts(check))
+
+
+def _point_map(agg: Aggregate, check: str) -> dict:
+    out = {}
+    for k, s in agg.points.sites.items():
+        n = s.words if check == "alloc" else s.live_words
+        if (n == 0 and check != "alloc") or pointsites.is_pseudo(s):
+            continue
+        lines = s.lines if check == "alloc" else s.live_lines
+        out[k] = (n, {"file": s.file, "function": s.function, "line": s.line, "via": None,
+                      "lines": {str(a): b for a, b in lines.items()}})
+    return out
+
+
+def _in_c_map(agg: Aggregate, check: str) -> dict:
+    j = 0 if check == "alloc" else 1
+    return {k + pointsites.IN_C: (v[j], {"file": None, "function": None, "line": None,
+                                         "via": None, "lines": {}})
+            for k, v in agg.points.in_c.items() if v[j] or check == "alloc"}
+
+
+def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
+    """The alloc or live rows of two sides counted per allocation point:
+    words, one run each (exposure 1), judged as counted rows with the
+    min_effect of exact counts; a point site that is not user code carries
+    its estimated split among the sampled callers (`split`).  Then the
+    allocation made in C, per calling site, from the samples (sampled
+    rows, tested as any: pointsites.py)."""
+    exact = dict(params, exact=True,
+                 min_effect=params.get("exact_min_effect", params["min_effect"]))
+    rows = stats.site_rows(name, check, _point_map(cur, check), _point_map(base, check),
+                           cur.points.total(check), base.points.total(check), 1.0, 1.0, exact)
+    for r in rows:
+        r["points"] = True
+        s = cur.points.sites.get(r["site"]) or base.points.sites.get(r["site"])
+        if check == "alloc" and s is not None and pointsites.split(s):
+            r["split"] = pointsites.split(s)
+            # the sampled site whose stacks picture it: its heaviest caller
+            r["stacks_site"] = r["split"][0]["site"]
+    in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
+                           _total(cur, check), _total(base, check), cur.exposure, base.exposure,
+                           dict(params, exact=cur.rate == 1 and base.rate == 1))
+    for r in in_c:
+        r["stacks_site"] = r["site"][:-len(pointsites.IN_C)]
+    return rows + in_c
+
+
 def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
     """Rows of the `alloc`, `live` (at exit) or `peak` (live at the peak)
-    check: the same test on each site's counts of that kind."""
-    ct, bt = _total(cur, check), _total(base, check)
-    params = dict(params, exact=cur.rate == 1 and base.rate == 1)
-    rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
-                           ct, bt, cur.exposure, base.exposure, params)
+    check: the same test on each site's counts of that kind; the exact
+    counts per allocation point where both sides have them (alloc, and
+    live when both counted it)."""
+    if check != "peak" and counted_points(cur, base, check):
+        rows = _point_rows(name, check, cur, base, params)
+    else:
+        ct, bt = _total(cur, check), _total(base, check)
+        rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
+                               ct, bt, cur.exposure, base.exposure,
+                               dict(params, exact=cur.rate == 1 and base.rate == 1))
     if check == "peak":
         _peak_spread(rows, cur, base)
     # Caller chains, for telling a rename from a new site: only where one

@@ -3,7 +3,8 @@
 Each benchmark runs once per seed with OCAMLMEMPROF=rate=..,seed=..,frames=..,
 out=<dir>/<bench>.<seed>.json; the first seed's run also writes the
 memtrace CTF trace <dir>/<bench>.<seed>.ctf (trace=), for a reviewer to open
-in memtrace_viewer; the judge never reads it.  Invariants: a stale profile is removed before
+in memtrace_viewer; the judge never reads it; with the benchmark's `points`,
+that run also counts every allocation point (points=on).  Invariants: a stale profile is removed before
 each run so a run that writes nothing can never be mistaken for a result;
 every failure (missing command, crash, non-zero exit, timeout, no profile,
 profile taken with other settings) raises InfraError or InputError with the
@@ -53,7 +54,7 @@ def patch_id(env=None) -> str | None:
 
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
                       trace: str | None = None, per_process: bool = False,
-                      snapshot_sites: int | None = None) -> str:
+                      snapshot_sites: int | None = None, points: bool = False) -> str:
     """The OCAMLMEMPROF value for these settings.  Paths are taken
     literally (a `%` is written `%%` and a comma `%,`; spaces need no
     escape); with `per_process`, the profile's
@@ -62,7 +63,9 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
     the last one (replacing a large file costs its removal, which is not
     the profiler's cost).  At rate 1 the stacks are cut at their sites
     (`stacks=site`).  With `snapshot_sites`, the exit also writes a heap
-    snapshot with retainer paths for that many sites (`snapshot=exit`)."""
+    snapshot with retainer paths for that many sites (`snapshot=exit`).
+    With `points`, every allocation point is counted exactly
+    (`points=on`)."""
     out = _literal(out)
     if per_process:
         root, ext = os.path.splitext(out)
@@ -75,6 +78,8 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
         spec += ",stacks=site"
     if snapshot_sites is not None:
         spec += f",snapshot=exit,snapshot_sites={int(snapshot_sites)}"
+    if points:
+        spec += ",points=on"
     return spec + f",trace={_literal(trace)}" if trace else spec
 
 
@@ -120,11 +125,13 @@ def _cpu_limiter(seconds: float | None):
 
 def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dict | None = None,
              argv0: str | None = None, tag: str = "", usage: dict | None = None,
-             cpu_limit: float | None = None, snapshot_sites: int | None = None) -> str:
+             cpu_limit: float | None = None, snapshot_sites: int | None = None,
+             points: bool = False) -> str:
     """One profiled run; `extra_env`, `argv0` (the program's argv[0], the
     same file) and `tag` (in the profile's name) serve the GC schedule's
     dithered runs (schedule.py); `snapshot_sites` the run with a heap
-    snapshot at exit (retention.py).  `usage["cpu"]` gains the run's CPU
+    snapshot at exit (retention.py); `points` the run that counts every
+    allocation point.  `usage["cpu"]` gains the run's CPU
     seconds; with `cpu_limit`, a run past that much CPU time is stopped and
     raises CpuLimit."""
     os.makedirs(out_dir, exist_ok=True)
@@ -134,7 +141,8 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
         if stale and os.path.lexists(stale):
             os.unlink(stale)
     env = bench_env(bench, dict(extra_env or {}, OCAMLMEMPROF=memprof_env_value(
-        bench.rate, seed, bench.frames, out, ctf, snapshot_sites=snapshot_sites)))
+        bench.rate, seed, bench.frames, out, ctf, snapshot_sites=snapshot_sites,
+        points=points)))
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")
@@ -188,9 +196,10 @@ def collect(bench, out_dir: str, cpu_limit: float | None = None) -> Aggregate:
     `cpu_limit`, each run may use that much CPU time (else CpuLimit)."""
     usage = {}
     # The reviewer's memtrace trace comes from a sampled run: at rate 1 it
-    # would hold every allocation.
+    # would hold every allocation.  The points are counted once: they do not
+    # depend on the seed.
     paths = [run_once(bench, seed, out_dir, trace=i == 0 and bench.rate < 1, usage=usage,
-                      cpu_limit=cpu_limit)
+                      cpu_limit=cpu_limit, points=i == 0 and bench.points)
              for i, seed in enumerate(bench.seeds)]
     own = time.process_time()
     agg = _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))

@@ -51,7 +51,11 @@ MANIFEST = """\
 #   mode            "auto": counted exactly (rate 1, one run) when that run
 #                   costs at most exact_limit (2) times the sampled runs, as
 #                   update-baselines measures once and records; "exact" or
-#                   "sampled" forces either
+#                   "sampled" forces either; a benchmark with points needs
+#                   no run at rate 1 and is sampled
+#   points          count every allocation point exactly (one run per
+#                   check): the alloc and live checks compare exact words
+#                   per site (true; native code only)
 #   timeout         seconds per run
 # `memprof-ci plan` tells what these settings can detect, and what would
 # detect more.

@@ -29,10 +29,12 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
+from . import pointsites
 from .errors import InputError
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, PEAK_KEY, SAMPLES, WORD_BYTES,
                       Profile, check_frames, explain_bad_stack, gc_paused, load_profile,
                       peak_of, stack_counts, stack_frames)
+from .sitekey import norm_file, site_label
 
 
 GROUPINGS = ("function", "line", "innermost")
@@ -58,26 +60,6 @@ def is_stdlib(frame: dict) -> bool:
 
 def _known(frame: dict) -> bool:
     return frame.get("function") is not None or frame.get("file") is not None
-
-
-def norm_file(f):
-    """Location-independent file name for site keys.
-
-    Compilers record absolute paths when given absolute paths, and a CI
-    checkout lives elsewhere than a developer's clone; keeping only the last
-    two components of an absolute path (".../bench/foo.ml" -> "bench/foo.ml")
-    makes baselines portable.  Relative paths are kept as they are.
-    """
-    if f and f.startswith("/"):
-        return "/".join(f.rsplit("/", 2)[-2:])
-    return f
-
-
-def site_label(function, file, line=None) -> str:
-    where = file if file is not None else "?"
-    if line is not None:
-        where = f"{where}:{line}"
-    return f"{function if function is not None else '?'} @ {where}"
 
 
 @dataclass
@@ -172,6 +154,9 @@ class Aggregate:
     #   samples, live)], heaviest first; None: not recorded (old baseline).
     stacks: list | None = None
     stacks_other: tuple = (0, 0)
+    # Exact counts per site from the allocation points of the first run
+    # that counted them (pointsites.py); None: no run did.
+    points: object = None
 
     @property
     def runs(self) -> int:
@@ -210,8 +195,14 @@ def retainers_by_site(snapshot: dict | None, grouping: str = "function") -> dict
     return out
 
 
-def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None):
+def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None,
+                  inner: dict | None = None):
     """Site counts of one profile's stacks: (compact site tuples, samples, live).
+
+    With `inner`, also sums each stack's [samples, live] by its innermost
+    frame's (file, line, first, last, function) and site key into it, which
+    pointsites.add_samples reads to tell the samples drawn at OCaml
+    allocation points from those drawn in C.
 
     Also validates the stacks in the same pass, with profile.py's stack
     validator (counter types and identities for every stack; frames once per
@@ -271,6 +262,16 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         if live:
             d = a[7]
             d[line] = d.get(line, 0) + live
+        if (n or live) and inner is not None and frames:
+            f0 = frames[0]
+            ik = ((f0.get("file"), f0.get("line"), f0.get("col_start"), f0.get("col_end"),
+                   f0.get("function")), key)
+            t = inner.get(ik)
+            if t is None:
+                inner[ik] = [n, live]
+            else:
+                t[0] += n
+                t[1] += live
         if n or live:
             sk = (labels, key, pos)
             t = st_acc.get(sk)
@@ -322,10 +323,16 @@ def _load_grouped(path: str, grouping: str):
         p = load_profile(path, check_stacks=False)
         if not isinstance(p.stacks, list):
             raise InputError(f"{path}: malformed profile: stacks is not a list; regenerate it")
-        grouped = _group_stacks(p.stacks, grouping, path, p.totals)
+        inner: dict = {}
+        grouped = _group_stacks(p.stacks, grouping, path, p.totals, inner)
     p.stacks = []
     # Plain tuples and dicts: they pickle several times faster than Site/Counter.
-    return p, grouped
+    return p, grouped + (inner,)
+
+
+def _counted(p: Profile) -> bool:
+    """The profile has exact counts per allocation point."""
+    return p.points is not None and p.points.unavailable is None
 
 
 def _check_set(profiles: list, name: str):
@@ -352,7 +359,12 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
     acc: dict = {}
     st_acc: dict = {}
     peaks = []
-    for p, (sites, total, live, stacks, peak) in parts:
+    counted = next((p for p, _ in parts if _counted(p)), None)
+    if counted is not None:
+        agg.points = pointsites.group(counted.points, grouping)
+        for _, grouped in parts:
+            pointsites.add_samples(agg.points, counted.points, grouped[5], grouping)
+    for p, (sites, total, live, stacks, peak, _inner) in parts:
         peaks.append(peak)
         for k, v in stacks.items():
             t = st_acc.get(k)
@@ -392,8 +404,11 @@ def aggregate(profiles: list[Profile], grouping: str, name: str) -> Aggregate:
     if grouping not in GROUPINGS:
         raise InputError(f"unknown grouping {grouping!r}; use one of {', '.join(GROUPINGS)}")
     _check_set(profiles, name)
-    return _combine([(p, _group_stacks(p.stacks, grouping, p.path)) for p in profiles],
-                    grouping, name)
+    parts = []
+    for p in profiles:
+        inner: dict = {}
+        parts.append((p, _group_stacks(p.stacks, grouping, p.path, inner=inner) + (inner,)))
+    return _combine(parts, grouping, name)
 
 
 PARALLEL_MIN_BYTES = 4 << 20

@@ -51,7 +51,8 @@ from .ctf_profile import parse_ctf
 from .errors import InputError
 from .fmt import fmt_bytes, fmt_words
 from .profile import FORMAT as PROFILE_FORMAT, WORD_BYTES, Profile, parse_profile
-from .sites import UNKNOWN, aggregate, classify, retainers_by_site, site_label
+from .sitekey import site_label
+from .sites import UNKNOWN, aggregate, classify, retainers_by_site
 from .stackgraph import stacks_entry
 
 MAX_SITES = 100

@@ -1,7 +1,9 @@
 """`mode = "auto"` (the default): update-baselines counts a benchmark
 exactly when one run at rate 1 costs at most `exact_limit` times its
 sampled runs (exactplan.py), records the choice in the baseline, and
-checks run as the baseline says.
+checks run as the baseline says.  A benchmark with allocation points
+(`points`, on by default) needs no such run: test_points_check.py; the
+programs here count no points, so that the rule above decides.
 
 Two real programs under the patched runtime: few_blocks.ml (600 blocks of
 20,000 words and much work on them: a run at rate 1 costs about what one
@@ -28,6 +30,7 @@ MANIFEST = """\
 rate = 1e-3
 seeds = [1, 2, 3]
 timeout = 120
+points = false
 
 [[benchmark]]
 name = "few"

@@ -28,7 +28,7 @@ from memprof_ci import mdsafe, stats
 from memprof_ci.verdict import decide
 from memprof_ci.report import render_markdown, render_terminal
 from memprof_ci.report_doc import new_report
-from memprof_ci.sites import site_label
+from memprof_ci.sitekey import site_label
 
 ZWJ = "\u200d"
 HUGE = "N" * 100_000

@@ -67,3 +67,12 @@ def test_bad_points_are_rejected_with_the_file_named(tmp_path, breakage, needle)
     with pytest.raises(InputError) as e:
         load_profile(path)
     assert str(path) in str(e.value) and needle in str(e.value)
+
+
+def test_a_compiler_point_without_a_location_is_read(tmp_path):
+    """The startup unit's code (caml_curry2, ...) has allocation points with
+    no file: only a name in parentheses must be a known pseudo point."""
+    doc = _v5()
+    doc["points"]["points"].append(["", 0, 0, 0, "caml_curry2", 270, 1350, 0, 0, 0, 0, 0, 0])
+    prof = load_profile(write_json(tmp_path / "p.json", doc))
+    assert prof.points.counts[("", 0, 0, 0, "caml_curry2")][:2] == (270, 1350)

@@ -1,0 +1,230 @@
+"""Sites counted exactly: a profile's allocation points grouped into sites.
+
+Job: turn points.Points (the runtime's exact counts per allocation point,
+OCAMLMEMPROF points=on) into PointSites, the exact counterpart of the
+sampled sites that sites.py groups from stacks, which the alloc and
+live-at-exit checks compare when both sides have them (rows.py); read and
+write their baseline section.
+
+A point is keyed as sites.py keys a stack whose innermost frame is the
+point: "function @ file" (with ":line" under the "line" grouping), the
+file shortened by sitekey.norm_file; a pseudo point (no OCaml allocation
+point: C primitives, unmarshalling, Obj.dup) keeps its name, "(runtime)".
+So a point in user code is the same site as its sampled counterpart,
+while a point inside the standard library (List.map's cons cells,
+Hashtbl's buckets) is a site of its own: the words it allocated are
+known exactly, but not which user function called it.  That split is
+estimated (`callers`): each sampled stack is matched to the point it was
+drawn at (its innermost frame's file, line, characters and function equal
+a point's), and the samples are summed per sampled site.
+
+Allocation in C (caml_alloc_string, caml_make_vect, unmarshalling, ...)
+has no OCaml allocation point: the runtime counts it exactly but only in
+total, as pseudo points.  Lumped together it would hide a change at one
+caller, so the checks judge it per calling site instead, from the samples
+that matched no point (`in_c`, keyed "<site> (in C)"), with the sampled
+test; the pseudo points' words stay in the totals every share is taken of.
+
+Invariants: `words`, `blocks` and `live_words` are the runtime's exact
+sums, never scaled or estimated; live_words is None for every site exactly
+when the profile says why live was not counted (`live_missing`); `callers`
+only ever holds sample counts, is marked estimated wherever it is shown,
+and never enters a verdict; a baseline's section is validated whole or
+rejected with the baseline (parse_section raises InputError).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import validate as V
+from .errors import InputError
+from .points import PSEUDO, Points
+from .sitekey import norm_file, site_label
+
+IN_C = " (in C)"   # suffix of the site key of a site's allocation in C
+
+
+@dataclass
+class PointSite:
+    key: str
+    file: str | None
+    function: str | None
+    line: int | None = None
+    words: int = 0
+    blocks: int = 0
+    live_words: int | None = 0
+    lines: Counter = field(default_factory=Counter)
+    live_lines: Counter = field(default_factory=Counter)
+    # Estimated: sampled site key -> samples drawn at this site's points.
+    callers: Counter = field(default_factory=Counter)
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "function": self.function, "line": self.line,
+                "words": self.words, "blocks": self.blocks, "live_words": self.live_words,
+                "lines": {str(k): v for k, v in sorted(self.lines.items())},
+                "live_lines": {str(k): v for k, v in sorted(self.live_lines.items())}}
+
+
+@dataclass
+class PointSites:
+    live_missing: str | None     # why live at exit is not counted, or None
+    sites: dict                  # key -> PointSite
+    # Sampled: site key -> [samples, live samples] drawn at allocations made
+    # in C (no OCaml allocation point), over every run of the Aggregate.
+    in_c: dict = field(default_factory=dict)
+
+    def total(self, check: str) -> int:
+        if check == "alloc":
+            return sum(s.words for s in self.sites.values())
+        return sum(s.live_words or 0 for s in self.sites.values())
+
+    def counts(self, check: str) -> bool:
+        """Whether these counts serve `check` ("alloc" or "live")."""
+        return check == "alloc" or (check == "live" and self.live_missing is None)
+
+
+def point_key(pkey: tuple, grouping: str) -> tuple:
+    """(site key, file, function, line) of a point keyed (file, line,
+    first, last, function)."""
+    file, line, _first, _last, fn = pkey
+    if file == "" and fn in PSEUDO:
+        return fn, None, fn, None
+    fl, fn = norm_file(file) or None, fn or None
+    return site_label(fn, fl, line if grouping == "line" else None), fl, fn, line
+
+
+def group(pts: Points, grouping: str) -> PointSites | None:
+    """The points' sites; None when the runtime counted none (bytecode)."""
+    if pts is None or pts.unavailable is not None:
+        return None
+    out: dict = {}
+    for pk, c in pts.counts.items():
+        words, blocks, live = c[1] + c[3], c[0] + c[2], c[7]
+        if not words and not live:
+            continue
+        key, fl, fn, line = point_key(pk, grouping)
+        s = out.get(key)
+        if s is None:
+            s = out[key] = PointSite(key=key, file=fl, function=fn,
+                                     line=line if grouping == "line" else None,
+                                     live_words=None if pts.live_missing else 0)
+        s.words += words
+        s.blocks += blocks
+        if words and line is not None:
+            s.lines[line] += words
+        if live:
+            s.live_words += live
+            if line is not None:
+                s.live_lines[line] += live
+    return PointSites(live_missing=pts.live_missing, sites=out)
+
+
+def add_samples(ps: PointSites, pts: Points, inner: dict, grouping: str) -> None:
+    """Add one run's samples from `inner`, its sampled stacks'
+    {((file, line, first, last, function) of the innermost frame, sampled
+    site key): [samples, live]} (sites._group_stacks): a sample drawn at
+    an OCaml allocation point of `pts` counts toward that point site's
+    estimated callers, any other (an allocation in C) toward `in_c`."""
+    known = {(norm_file(pk[0]), pk[1], pk[2], pk[3], pk[4]): point_key(pk, grouping)[0]
+             for pk in pts.counts if pk[0]}
+    for (ik, site), (n, live) in inner.items():
+        fl, line, first, last, fn = ik
+        key = known.get((norm_file(fl), line, first, last, fn))
+        if key is None:
+            c = ps.in_c.setdefault(site, [0, 0])
+            c[0] += n
+            c[1] += live
+        elif n and key in ps.sites:
+            ps.sites[key].callers[site] += n
+
+
+def split(s: PointSite, limit: int = 3) -> list:
+    """The estimated split of a point site among its sampled callers,
+    heaviest first: [{"site", "share"}]; empty when the site is its own
+    only caller (a point in user code) or no sample was drawn there."""
+    total = sum(s.callers.values())
+    if not total or set(s.callers) == {s.key}:
+        return []
+    top = sorted(s.callers.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    return [{"site": k, "share": n / total} for k, n in top]
+
+
+def section(ps: PointSites) -> dict:
+    """The baseline's "points" section."""
+    return {"live": True if ps.live_missing is None else ps.live_missing,
+            "sites": {k: s.to_json() for k, s in sorted(ps.sites.items())},
+            "in_c": {k: list(v) for k, v in sorted(ps.in_c.items())}}
+
+
+def is_pseudo(s: PointSite) -> bool:
+    return s.file is None and s.function in PSEUDO
+
+
+def _lines(m, where: str) -> Counter:
+    if not isinstance(m, dict) or len(m) > 100_000:
+        raise InputError(f"{where} must be an object of line -> words")
+    out = Counter()
+    for k, v in m.items():
+        if k.isdigit() and len(k) <= 9:
+            out[int(k)] = V.count(v, f"{where}.{k}")
+        else:
+            raise InputError(f"{where}: key {str(k)[:40]!r} is not a line number")
+    return out
+
+
+def parse_section(sec) -> PointSites:
+    """A baseline's "points" section, validated whole (InputError)."""
+    if not isinstance(sec, dict) or set(sec) != {"live", "sites", "in_c"}:
+        raise InputError("points must be an object of live, sites and in_c")
+    live = sec["live"]
+    if live is True:
+        missing = None
+    else:
+        missing = V.text(live, "points.live", limit=500)
+        if not missing:
+            raise InputError("points.live must be true or the reason live is not counted")
+    raw = sec["sites"]
+    if not isinstance(raw, dict) or len(raw) > 1_000_000:
+        raise InputError("points.sites must be an object")
+    out = {}
+    for k, d in raw.items():
+        where = f"points.sites[{k[:80]!r}]"
+        V.text(k, "points site key", limit=1000)
+        if not isinstance(d, dict):
+            raise InputError(f"{where} must be an object")
+        words = V.count(d.get("words"), f"{where}.words")
+        blocks = V.count(d.get("blocks"), f"{where}.blocks")
+        if blocks > words:
+            raise InputError(f"{where}: blocks {blocks} exceed words {words}")
+        lw = d.get("live_words")
+        if missing is None:
+            lw = V.count(lw, f"{where}.live_words")
+        elif lw is not None:
+            raise InputError(f"{where}.live_words must be null: live is not counted")
+        line = d.get("line")
+        if line is not None and not V.is_count(line):
+            raise InputError(f"{where}.line must be null or a line number")
+        lines = _lines(d.get("lines", {}), f"{where}.lines")
+        live_lines = _lines(d.get("live_lines", {}), f"{where}.live_lines")
+        if (lines and sum(lines.values()) != words) or \
+                (live_lines and sum(live_lines.values()) != (lw or 0)):
+            raise InputError(f"{where}: its lines do not add up to its words")
+        out[k] = PointSite(key=k, file=V.text(d.get("file"), f"{where}.file", optional=True),
+                           function=V.text(d.get("function"), f"{where}.function",
+                                           optional=True),
+                           line=line, words=words, blocks=blocks, live_words=lw,
+                           lines=lines, live_lines=live_lines)
+    in_c = sec["in_c"]
+    if not isinstance(in_c, dict) or len(in_c) > 1_000_000:
+        raise InputError("points.in_c must be an object")
+    c = {}
+    for k, v in in_c.items():
+        where = f"points.in_c[{k[:80]!r}]"
+        if not (isinstance(v, list) and len(v) == 2):
+            raise InputError(f"{where} must be [samples, live samples]")
+        c[k] = [V.count(v[0], f"{where}[0]"), V.count(v[1], f"{where}[1]")]
+    return PointSites(live_missing=missing, sites=out, in_c=c)
+
+

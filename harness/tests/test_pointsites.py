@@ -1,0 +1,164 @@
+"""pointsites.py and the rows built from it: allocation points grouped into
+sites, the estimated split of a standard-library point among its callers,
+allocation in C judged per caller from the samples, and the baseline's
+"points" section (validated whole)."""
+
+import copy
+
+import pytest
+
+from memprof_ci import pointsites, rows as R
+from memprof_ci.errors import InputError
+from memprof_ci.points import Points
+from memprof_ci.sites import Aggregate
+from memprof_ci.verdict import decide_family
+
+USER = ("/src/app/main.ml", 10, 4, 20, "Main.f")
+USER2 = ("/src/app/main.ml", 30, 2, 9, "Main.g")
+LIST = ("list.ml", 80, 10, 30, "Stdlib__List.map")
+
+
+def counts(minor_words, live_words=0, major_words=0):
+    # blocks, words (minor), blocks, words (major), promoted, live
+    return (minor_words // 3, minor_words, major_words // 3, major_words, 0, 0,
+            live_words // 3, live_words)
+
+
+def points(f=300_000, g=3_000_000, lst=600_000, runtime=90_000, live_missing=None):
+    c = {USER: counts(f, 30), USER2: counts(g), LIST: counts(lst),
+         ("", 0, 0, 0, "(runtime)"): counts(runtime, 9)}
+    if live_missing:
+        c = {k: v[:6] + (None, None) for k, v in c.items()}
+    return Points(live_missing=live_missing, complete=True, unavailable=None, counts=c)
+
+
+def agg(pts, inner=None, rate=1e-4, seeds=(1, 2, 3)):
+    a = Aggregate(name="b", rate=rate, seeds=list(seeds), frames=16, grouping="function")
+    a.points = pointsites.group(pts, "function")
+    pointsites.add_samples(a.points, pts, inner or {}, "function")
+    a.total_samples = sum(v[0] for v in (inner or {}).values())
+    a.total_live = sum(v[1] for v in (inner or {}).values())
+    return a
+
+
+def inner(c_main=30):
+    """Sampled stacks by innermost frame and sampled site: List.map drawn
+    from Main.f and Main.g, Main.f's own point, and C allocation from Main.g."""
+    def frame(p):
+        return (p[0], p[1], p[2], p[3], p[4])
+    return {(frame(LIST), "Main.f @ app/main.ml"): [15, 0],
+            (frame(LIST), "Main.g @ app/main.ml"): [45, 0],
+            (frame(USER), "Main.f @ app/main.ml"): [90, 0],
+            (("/src/app/main.ml", 31, 2, 20, "Main.g"), "Main.g @ app/main.ml"): [c_main, 1]}
+
+
+def test_points_group_into_sites_keyed_like_sampled_ones():
+    ps = pointsites.group(points(), "function")
+    assert sorted(ps.sites) == ["(runtime)", "Main.f @ app/main.ml", "Main.g @ app/main.ml",
+                                "Stdlib__List.map @ list.ml"]
+    f = ps.sites["Main.f @ app/main.ml"]
+    assert (f.words, f.blocks, f.live_words, dict(f.lines)) == (300_000, 100_000, 30,
+                                                                  {10: 300_000})
+    assert pointsites.is_pseudo(ps.sites["(runtime)"])
+    assert not pointsites.is_pseudo(f)
+    assert ps.total("alloc") == 300_000 + 3_000_000 + 600_000 + 90_000
+    by_line = pointsites.group(points(), "line")
+    assert "Main.f @ app/main.ml:10" in by_line.sites
+    missing = pointsites.group(points(live_missing="exit walk stopped"), "function")
+    assert missing.sites["Main.f @ app/main.ml"].live_words is None
+    assert not missing.counts("live") and missing.counts("alloc")
+
+
+def test_samples_split_a_stdlib_point_and_collect_c_allocation():
+    a = agg(points(), inner())
+    lst = a.points.sites["Stdlib__List.map @ list.ml"]
+    assert dict(lst.callers) == {"Main.f @ app/main.ml": 15, "Main.g @ app/main.ml": 45}
+    assert pointsites.split(lst) == [{"site": "Main.g @ app/main.ml", "share": 0.75},
+                                     {"site": "Main.f @ app/main.ml", "share": 0.25}]
+    # A user point is its own only caller: nothing to split.
+    assert pointsites.split(a.points.sites["Main.f @ app/main.ml"]) == []
+    # The sample at line 31 matched no point: allocation in C from Main.g.
+    assert a.points.in_c == {"Main.g @ app/main.ml": [30, 1]}
+
+
+def _decided(cur, base, check="alloc"):
+    params = {"alpha": 0.01, "min_effect": 0.05, "exact_min_effect": 0.01,
+              "min_share": 0.005}
+    rows = R.site_rows("b", check, cur, base, params)
+    decide_family(rows)
+    return {r["site"]: r for r in rows}
+
+
+def test_exact_rows_fail_on_two_percent_at_a_one_percent_site():
+    base = agg(points(), inner())
+    # Main.f holds 300,000 of 3.99 M words (7.5%); +2% is exact, no test.
+    rows = _decided(agg(points(f=306_000), inner()), base)
+    f = rows["Main.f @ app/main.ml"]
+    assert f["exact"] and f["points"] and f["p_adj"] is None
+    assert f["status"] == "regression" and abs(f["ratio"] - 1.02) < 1e-12
+    assert rows["Main.g @ app/main.ml"]["status"] == "~"
+    # The pseudo point is not a row; its words are in the shares' total.
+    assert "(runtime)" not in rows
+    assert abs(rows["Main.g @ app/main.ml"]["share"] - 3_000_000 / 3_990_000) < 1e-12
+    # The standard-library point carries its estimated split.
+    assert rows["Stdlib__List.map @ list.ml"]["split"][0]["site"] == "Main.g @ app/main.ml"
+    # +0.5% stays below the exact min_effect.
+    rows = _decided(agg(points(f=301_500), inner()), base)
+    assert rows["Main.f @ app/main.ml"]["status"] == "~"
+
+
+def test_c_allocation_is_judged_per_caller_with_the_sampled_test():
+    base = agg(points(), inner(c_main=30))
+    rows = _decided(agg(points(), inner(c_main=300)), base)
+    c = rows["Main.g @ app/main.ml (in C)"]
+    assert not c["exact"] and c["p_adj"] is not None
+    assert c["status"] == "regression"
+    rows = _decided(agg(points(), inner(c_main=33)), base)
+    assert rows["Main.g @ app/main.ml (in C)"]["status"] == "~"
+
+
+def test_live_rows_use_points_only_when_both_sides_counted_live():
+    base = agg(points(), inner())
+    rows = _decided(agg(points(), inner()), base, "live")
+    assert rows["Main.f @ app/main.ml"]["points"]
+    missing = agg(points(live_missing="exit walk stopped"), inner())
+    rows = _decided(missing, base, "live")
+    assert not any(r.get("points") for r in rows.values())
+
+
+def test_a_side_without_points_compares_sampled_sites():
+    base = agg(points(), inner())
+    cur = copy.copy(base)
+    cur.points = None
+    assert not R.counted_points(cur, base, "alloc")
+    assert R.site_rows("b", "alloc", cur, base, {"alpha": 0.01, "min_effect": 0.05,
+                                                  "min_share": 0.005}) == []
+
+
+def test_the_baseline_section_round_trips():
+    a = agg(points(), inner())
+    sec = pointsites.section(a.points)
+    back = pointsites.parse_section(copy.deepcopy(sec))
+    assert pointsites.section(back) == sec
+    assert back.in_c == {"Main.g @ app/main.ml": [30, 1]}
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda s: s.pop("in_c"), "live, sites and in_c"),
+    (lambda s: s.__setitem__("live", ""), "points.live"),
+    (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("words", -1), "words"),
+    (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("blocks", 10**9), "exceed"),
+    (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("lines", {"10": 5}),
+     "do not add up"),
+    (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("lines", {"x": 5}),
+     "not a line number"),
+    (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("live_words", "30"),
+     "live_words"),
+    (lambda s: s["in_c"].__setitem__("Main.g @ app/main.ml", [1]), "samples, live"),
+    (lambda s: s["sites"].__setitem__("x", []), "must be an object"),
+])
+def test_a_hostile_section_is_rejected_naming_the_field(edit, why):
+    sec = pointsites.section(agg(points(), inner()).points)
+    edit(sec)
+    with pytest.raises(InputError, match=why):
+        pointsites.parse_section(sec)
