@@ -62,6 +62,8 @@ def test_install_init_baselines_then_a_first_failing_check(tmp_path, prefix):
     run(["sh", "-c", update + " --no-overhead"], env=env, cwd=root, timeout=900)
     doc = json.loads((root / "bench" / "baselines" / "main.json").read_text())
     assert doc["patch_id"] == (prefix / "share/memprof-ci/patch-id").read_text().strip()
+    # init's manifest counts the allocation points: exact words per site.
+    assert doc["config"]["plan"]["points"] is True and doc["points"]["sites"], doc.keys()
 
     check = ["memprof-ci", "check", "--manifest", "bench/memprof-ci.toml", "--baselines",
              "bench/baselines", "--no-overhead", "--report-dir", "_build/alloc-report"]
