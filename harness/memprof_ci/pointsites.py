@@ -57,8 +57,10 @@ class PointSite:
     live_words: int | None = 0
     lines: Counter = field(default_factory=Counter)
     live_lines: Counter = field(default_factory=Counter)
-    # Estimated: sampled site key -> samples drawn at this site's points.
+    # Estimated: sampled site key -> samples (live samples) drawn at this
+    # site's points.
     callers: Counter = field(default_factory=Counter)
+    live_callers: Counter = field(default_factory=Counter)
 
     def to_json(self) -> dict:
         return {"file": self.file, "function": self.function, "line": self.line,
@@ -136,18 +138,23 @@ def add_samples(ps: PointSites, pts: Points, inner: dict, grouping: str) -> None
             c = ps.in_c.setdefault(site, [0, 0])
             c[0] += n
             c[1] += live
-        elif n and key in ps.sites:
-            ps.sites[key].callers[site] += n
+        elif key in ps.sites:
+            if n:
+                ps.sites[key].callers[site] += n
+            if live:
+                ps.sites[key].live_callers[site] += live
 
 
-def split(s: PointSite, limit: int = 3) -> list:
-    """The estimated split of a point site among its sampled callers,
-    heaviest first: [{"site", "share"}]; empty when the site is its own
-    only caller (a point in user code) or no sample was drawn there."""
-    total = sum(s.callers.values())
-    if not total or set(s.callers) == {s.key}:
+def split(s: PointSite, check: str = "alloc", limit: int = 3) -> list:
+    """The estimated split of a point site's allocation ("alloc") or
+    live words ("live") among its sampled callers, heaviest first:
+    [{"site", "share"}]; empty when the site is its own only caller (a
+    point in user code) or no sample was drawn there."""
+    callers = s.callers if check == "alloc" else s.live_callers
+    total = sum(callers.values())
+    if not total or set(callers) == {s.key}:
         return []
-    top = sorted(s.callers.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+    top = sorted(callers.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return [{"site": k, "share": n / total} for k, n in top]
 
 

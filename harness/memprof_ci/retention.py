@@ -195,7 +195,7 @@ def flagged(b: dict) -> list:
 
 
 def _current_why(r: dict, n_paths: int, live_sites: set) -> str:
-    if r["site"] not in live_sites:
+    if r.get("stacks_site", r["site"]) not in live_sites:
         return "no path: not live at exit, where the snapshot is taken"
     return (f"no path: not among the {n_paths} site(s) the snapshot gave a path "
             f"(the heaviest with sampled blocks live at exit, at most {SNAPSHOT_SITES})")
@@ -209,7 +209,9 @@ def attach(rows: list, current: dict | None, why: str | None,
     `base` None: the baseline has no "retainers" section; `live_sites`:
     the sites live at exit in the current run."""
     for r in rows:
-        site = r["site"]
+        # A row counted per allocation point outside user code, or in C,
+        # takes the path of the sampled site that stands for it.
+        site = r.get("stacks_site", r["site"])
         cur = None if current is None else current.get(site)
         old = None if base is None else base.get(r.get("renamed_from") or site)
         out = {"current": cur, "baseline": old,

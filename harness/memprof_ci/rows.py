@@ -130,8 +130,8 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
     for r in rows:
         r["points"] = True
         s = cur.points.sites.get(r["site"]) or base.points.sites.get(r["site"])
-        if check == "alloc" and s is not None and pointsites.split(s):
-            r["split"] = pointsites.split(s)
+        if s is not None and pointsites.split(s, check):
+            r["split"] = pointsites.split(s, check)
             # the sampled site whose stacks picture it: its heaviest caller
             r["stacks_site"] = r["split"][0]["site"]
     in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
