@@ -235,21 +235,6 @@ def load_baseline(path: str, name: str | None = None) -> Aggregate:
     return agg
 
 
-def _lines(m, where: str) -> Counter:
-    if not isinstance(m, dict):
-        raise InputError(f"{where} must be an object of line -> samples")
-    out = Counter()
-    for k, v in m.items():
-        if k in ("null", "None"):
-            line = None
-        elif k.isdigit() and len(k) <= 9:
-            line = int(k)
-        else:
-            raise InputError(f"{where}: key {k[:40]!r} is not a line number")
-        out[line] = V.count(v, f"{where}.{k}")
-    return out
-
-
 def _site(key: str, d, where: str) -> Site:
     if not isinstance(d, dict):
         raise InputError(f"{where} must be an object")
@@ -269,8 +254,9 @@ def _site(key: str, d, where: str) -> Site:
     return Site(key=key, file=V.text(d.get("file"), f"{where}.file", optional=True),
                 function=V.text(d.get("function"), f"{where}.function", optional=True),
                 line=line, samples=samples, live_samples=live, peak_samples=peak,
-                lines=_lines(d.get("lines", {}), f"{where}.lines"),
-                live_lines=_lines(d.get("live_lines", {}), f"{where}.live_lines"),
+                lines=Counter(V.line_counts(d.get("lines", {}), f"{where}.lines")),
+                live_lines=Counter(V.line_counts(d.get("live_lines", {}),
+                                                 f"{where}.live_lines")),
                 via=Counter({V.text(k, f"{where}.via key"): V.count(v, f"{where}.via.{k}")
                              for k, v in via.items()}))
 

@@ -169,18 +169,6 @@ def is_pseudo(s: PointSite) -> bool:
     return s.file is None and s.function in PSEUDO
 
 
-def _lines(m, where: str) -> Counter:
-    if not isinstance(m, dict) or len(m) > 100_000:
-        raise InputError(f"{where} must be an object of line -> words")
-    out = Counter()
-    for k, v in m.items():
-        if k.isdigit() and len(k) <= 9:
-            out[int(k)] = V.count(v, f"{where}.{k}")
-        else:
-            raise InputError(f"{where}: key {str(k)[:40]!r} is not a line number")
-    return out
-
-
 def parse_section(sec) -> PointSites:
     """A baseline's "points" section, validated whole (InputError)."""
     if not isinstance(sec, dict) or set(sec) != {"live", "sites", "in_c"}:
@@ -213,8 +201,9 @@ def parse_section(sec) -> PointSites:
         line = d.get("line")
         if line is not None and not V.is_count(line):
             raise InputError(f"{where}.line must be null or a line number")
-        lines = _lines(d.get("lines", {}), f"{where}.lines")
-        live_lines = _lines(d.get("live_lines", {}), f"{where}.live_lines")
+        lines = Counter(V.line_counts(d.get("lines", {}), f"{where}.lines", "words"))
+        live_lines = Counter(V.line_counts(d.get("live_lines", {}), f"{where}.live_lines",
+                                           "words"))
         if (lines and sum(lines.values()) != words) or \
                 (live_lines and sum(live_lines.values()) != (lw or 0)):
             raise InputError(f"{where}: its lines do not add up to its words")

@@ -71,6 +71,23 @@ def text(v, where: str, err=InputError, optional=False, limit=4096) -> str | Non
     return v
 
 
+def line_counts(m, where: str, unit: str = "samples") -> dict:
+    """A baseline's {"line": count} object ("null" or "None": no line) as
+    {line or None: count}."""
+    if not isinstance(m, dict):
+        raise InputError(f"{where} must be an object of line -> {unit}")
+    out = {}
+    for k, v in m.items():
+        if k in ("null", "None"):
+            line = None
+        elif k.isdigit() and len(k) <= 9:
+            line = int(k)
+        else:
+            raise InputError(f"{where}: key {k[:40]!r} is not a line number")
+        out[line] = count(v, f"{where}.{k}")
+    return out
+
+
 def _short(v) -> str:
     r = repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
