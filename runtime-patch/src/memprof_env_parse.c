@@ -283,31 +283,38 @@ static bool parse_trace(struct msg *m, const char *val,
   return true;
 }
 
+/* A key with two values: `no` sets *flag false, `yes` sets it true;
+ * `what` is the message for any other value. */
+static bool parse_choice(struct msg *m, const char *key, const char *val,
+                         const char *no, const char *yes, const char *what,
+                         bool *flag)
+{
+  if (strcmp(val, no) == 0) *flag = false;
+  else if (strcmp(val, yes) == 0) *flag = true;
+  else return bad_value(m, key, val, what);
+  return true;
+}
+
 static bool parse_live(struct msg *m, const char *val,
                        struct caml_memprof_env *env)
 {
-  if (strcmp(val, "walk") == 0) env->live_by_gc = false;
-  else if (strcmp(val, "gc") == 0) env->live_by_gc = true;
-  else return bad_value(m, "live", val, "expected walk (the default) or gc");
-  return true;
+  return parse_choice(m, "live", val, "walk", "gc",
+                      "expected walk (the default) or gc", &env->live_by_gc);
 }
 
 static bool parse_points(struct msg *m, const char *val,
                          struct caml_memprof_env *env)
 {
-  if (strcmp(val, "on") == 0) env->points = true;
-  else if (strcmp(val, "off") == 0) env->points = false;
-  else return bad_value(m, "points", val, "expected on or off (the default)");
-  return true;
+  return parse_choice(m, "points", val, "off", "on",
+                      "expected on or off (the default)", &env->points);
 }
 
 static bool parse_stacks(struct msg *m, const char *val,
                          struct caml_memprof_env *env)
 {
-  if (strcmp(val, "full") == 0) env->stacks_at_site = false;
-  else if (strcmp(val, "site") == 0) env->stacks_at_site = true;
-  else return bad_value(m, "stacks", val, "expected full (the default) or site");
-  return true;
+  return parse_choice(m, "stacks", val, "full", "site",
+                      "expected full (the default) or site",
+                      &env->stacks_at_site);
 }
 
 /* A number of bytes: plain decimal digits, optionally followed by k, M

@@ -28,14 +28,8 @@
  *    no array ever moves and no registration has to grow one; a later
  *    domain in the same slot adds to the same arrays. Nothing is
  *    allocated on the OCaml heap and no collection is moved.
- *    - Minor: at the start of each minor collection, before anything is
- *      promoted, a walk of the domain's minor heap from young_ptr to
- *      young_end, which is headered without a hole there (the allocation
- *      paths undo an allocation before a collection). With several
- *      domains in the collection, each walks its own heap and all meet
- *      at a barrier before promoting, so no header is forwarded under a
- *      walk. Runs of equal headers are counted together: the next
- *      header's address then does not wait on a load of the size.
+ *    - Minor: each block allocated in the minor heap, by a walk of its
+ *      header (design 4).
  *    - Major: caml_alloc_shr and its variants, and unmarshalling's own
  *      major allocation.
  *    - Promoted: in oldify, by the domain whose update of the young
@@ -44,7 +38,76 @@
  *      (memprof_reach.c, or memprof_snapshot.c's walk), counted afresh
  *      by each walk (`live_begin`); without a completed walk the profile
  *      says why live is not given.
- * 4. The profile's "points" section lists the points with any count:
+ * 4. The walk of the minor heap. Each domain counts the blocks of
+ *    [young_ptr, walked) and then moves `walked` down to young_ptr, so
+ *    that [walked, young_end) is what it has counted. `walked` is
+ *    young_end whenever the minor heap starts empty (a new heap,
+ *    allocate_minor_heap in domain.c, which also serves a new domain in
+ *    a reused slot, and the main domain's heap when counting starts; the
+ *    end of each collection), and neither it nor a boundary kept below
+ *    it (see Chunks) ever lies below young_ptr: both are taken only at
+ *    young_ptr with no allocation pending, everything above is
+ *    headered, and an allocation undone later (by the
+ *    dispatcher, or by memprof before its callbacks, or cancelled by a
+ *    callback that raised) was made below a pointer at least that high.
+ *    So every block is counted exactly once, by its own domain, before
+ *    the collection that promotes or frees it.
+ *    - Chunks. The heap is walked while what was just allocated is
+ *      still in the cache, a chunk of CAML_POINTS_SEGMENTS segments of
+ *      about SEGMENT_BYTES at a time. The domain's `trigger`, one
+ *      segment below the lowest boundary it keeps (or `walked`), is a
+ *      third part of the allocation limit beside the collection's and
+ *      memprof's (caml_young_limit_of_triggers, domain.c); none when
+ *      that lies below the heap. An allocation that falls below it (from
+ *      OCaml, combined or not, or from C through Alloc_small) enters
+ *      caml_alloc_small_dispatch (minor_gc.c) with the allocation of
+ *      whsize words made and not yet headered; young_ptr + whsize, the
+ *      pointer with the allocation undone, is a boundary between blocks
+ *      (`at_boundary`). The domain keeps it, or with the chunk's other
+ *      boundaries kept already it counts the chunk [boundary, walked):
+ *      its segments side by side, since the walk of one segment is a
+ *      chain of loads (each header gives the next one's address) and
+ *      independent chains overlap; that, not the cache, is what a walk
+ *      of one segment at a time waits on. The limit is then set again
+ *      by a compare-and-swap from the value just read, unless an
+ *      interrupt has raised it to the maximum; if the allocation passes
+ *      the new limit, the dispatcher returns at once, with no actions
+ *      run, no poll of the GC's work (which requests a collection early
+ *      when the pointer is near the collection's trigger) and
+ *      action_pending untouched: such a trip changes nothing the
+ *      program or the GC can see. Otherwise the dispatcher goes on as
+ *      it would without the points: memprof's trigger, the collection's
+ *      or an interrupt was passed too, and they now find the limit they
+ *      set.
+ *    - Allocations the limit did not check. The dispatcher's usual path
+ *      undoes the allocation, runs actions (signal handlers, finalisers,
+ *      memprof's callbacks: they allocate, and walk chunks) and perhaps
+ *      a collection, then makes the allocation again without a check,
+ *      after which memprof's sampling may undo it, run callbacks and
+ *      make it again. The allocation made again may lie below the
+ *      trigger, so the dispatcher's last step (`after_alloc`) takes the
+ *      boundary above it as above and sets the limit again; and a callback that raised leaves
+ *      the allocation undone with the trigger possibly above young_ptr.
+ *      For both, the points' part of the limit is never above young_ptr
+ *      (caml_memprof_points_limit): a trigger passed unchecked makes the
+ *      next allocation take the slow path, never a poll. That part is one
+ *      byte below the trigger, so a poll does not fire while young_ptr
+ *      rests on the trigger (as memprof's, memprof.c design 8.7), and the
+ *      allocation check is unchanged for the word-aligned pointer.
+ *    - The collection. At its start, before anything is promoted, each
+ *      domain walks the rest, [young_ptr, walked), of its own heap (by
+ *      the segments its boundaries mark), and with several domains in
+ *      the collection all meet at a barrier before promoting, so no
+ *      header is forwarded under a walk. A chunk
+ *      walk runs outside collections, on the domain's own heap, whose
+ *      headers no other domain changes then (Lazy's tag updates keep the
+ *      size and the reserved bits). A terminating domain's last
+ *      collection walks what it left.
+ *    - Runs of equal headers are counted together (when the segments
+ *      side by side all read one header, and at the end of a segment):
+ *      the next header's address then does not wait on a load of the
+ *      size, nor one update of a counter on the one before.
+ * 5. The profile's "points" section lists the points with any count:
  *    the pseudo points by name, then each registered unit's points in
  *    table order, each with its file, line, characters and function as
  *    the compiler wrote them, and its counts.
@@ -63,6 +126,7 @@
 #endif
 #include "caml/domain.h"
 #include "caml/domain_state.h"
+#include "caml/memprof.h"
 #include "caml/memprof_jsonbuf.h"
 #include "caml/memprof_points.h"
 #include "caml/mlvalues.h"
@@ -90,24 +154,33 @@ static size_t ntables = 0, tables_cap = 0;
 static uintnat next_id = CAML_POINT_FIRST;      /* under tables_lock */
 static bool exhausted = false;
 
-struct pair { uint64_t blocks, words; };
-struct domain_counts { struct pair *minor, *major, *promoted; };
+struct domain_counts { struct caml_memprof_points_pair *minor, *major, *promoted; };
 static struct domain_counts per_domain[Max_domains_max];
 static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
-static struct pair *live = NULL;
+static struct caml_memprof_points_pair *live = NULL;
 static const char *live_missing = "no walk of the heap at exit";
 
-static struct pair *id_array(void)
+/* Bytes of minor heap per segment; CAML_POINTS_SEGMENTS of them make a
+ * chunk (design 4). */
+#define SEGMENT_BYTES ((uintnat)32 * 1024)
+
+struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
+struct caml_memprof_points_pair *
+  caml_memprof_points_promoted_counts[Max_domains_max];
+
+static struct caml_memprof_points_pair *id_array(void)
 {
-  void *p = mmap(NULL, N_IDS * sizeof(struct pair), PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, N_IDS * sizeof(struct caml_memprof_points_pair), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) caml_fatal_error("memprof-ci: out of memory for the "
                                         "allocation points' counters");
   return p;
 }
 
-/* The domain's arrays; each domain creates its own before it can
- * allocate (caml_memprof_points_count_minor runs first on it). */
+/* The domain's arrays, created by its first count of any kind. Only the
+ * domain itself counts into them (a block it promotes from another
+ * domain's heap counts in its own arrays), so creating them needs no
+ * lock; slots_used is raised atomically, for the profile's sums. */
 static struct domain_counts *counts_of(caml_domain_state *d)
 {
   struct domain_counts *c = &per_domain[d->id];
@@ -115,6 +188,7 @@ static struct domain_counts *counts_of(caml_domain_state *d)
     c->major = id_array();
     c->promoted = id_array();
     c->minor = id_array();
+    caml_memprof_points_promoted_counts[d->id] = c->promoted;
     int used = atomic_load(&slots_used);
     while (used <= d->id
            && !atomic_compare_exchange_weak(&slots_used, &used, d->id + 1)) { }
@@ -157,42 +231,222 @@ void caml_memprof_points_start(void)
   for (void **t = caml_alloc_sites; *t != NULL; t++) {
     caml_memprof_points_register(*t);
   }
+  /* The main domain's minor heap exists already: what it holds is
+   * counted like the rest. */
+  caml_memprof_points_minor_heap_reset(Caml_state);
+  caml_reset_young_limit_quiet(Caml_state);
 }
 
-void caml_memprof_points_count_minor(caml_domain_state *d)
+/**** The minor heap, chunk by chunk (design 4) ****/
+
+/* One block at *p: counted, and p moved past it. */
+#define COUNT_STEP(m, p) do {                                           \
+    header_t hd_ = *(p);                                                \
+    uintnat wh_ = Whsize_hd(hd_);                                       \
+    struct caml_memprof_points_pair *c_ = &(m)[Reserved_hd(hd_)];                           \
+    c_->blocks++;                                                       \
+    c_->words += wh_;                                                   \
+    (p) += wh_;                                                         \
+  } while (0)
+
+/* Count the blocks of [p, end), all headered. A run of equal headers is
+ * counted at once: the next header's address then does not wait on a
+ * load of the size. */
+static void count_one(struct caml_memprof_points_pair *m, header_t *p, header_t *end)
 {
-  struct pair *m = counts_of(d)->minor;
-  header_t *p = (header_t *)d->young_ptr, *end = (header_t *)d->young_end;
   while (p < end) {
     header_t hd = *p;
     uintnat wh = Whsize_hd(hd);
     header_t *q = p + wh;
     uint64_t n = 1;
     while (q < end && *q == hd) { n++; q += wh; }
-    struct pair *c = &m[Reserved_hd(hd)];
+    struct caml_memprof_points_pair *c = &m[Reserved_hd(hd)];
     c->blocks += n;
     c->words += n * wh;
     p = q;
   }
 }
 
-void caml_memprof_points_count_promoted(caml_domain_state *d, header_t hd)
+static void count_two(struct caml_memprof_points_pair *m, header_t *p0, header_t *e0,
+                      header_t *p1, header_t *e1)
 {
-  struct pair *c = &counts_of(d)->promoted[Reserved_hd(hd)];
-  c->blocks++;
-  c->words += Whsize_hd(hd);
+  while (p0 < e0 && p1 < e1) {
+    COUNT_STEP(m, p0);
+    COUNT_STEP(m, p1);
+  }
+  count_one(m, p0, e0);
+  count_one(m, p1, e1);
+}
+
+#define SEGS CAML_POINTS_SEGMENTS
+
+/* Count the segments [p[i], e[i]), i < n <= SEGS, all headered, side
+ * by side: the walk of one segment is a chain of loads (each header
+ * gives the next one's address), and independent chains overlap. When
+ * all the chains read the same header (in a long run of one kind of
+ * block), they go on together while they do, their addresses no longer
+ * waiting on the loads, and one update of the counter serves them all
+ * instead of updates of the same counter in a row, each waiting for
+ * the one before. Segments left over are counted two by two. */
+static void count_segments(struct caml_memprof_points_pair *m,
+                           header_t **pp, header_t **ee, int n)
+{
+  header_t *p[SEGS], *e[SEGS];
+  for (int i = 0; i < SEGS; i++) {
+    p[i] = i < n ? pp[i] : NULL;
+    e[i] = i < n ? ee[i] : NULL;
+  }
+  if (n == SEGS) {
+    for (;;) {
+      bool more = true, same = true;
+      header_t h[SEGS];
+#pragma GCC unroll 16
+      for (int i = 0; i < SEGS; i++) more &= p[i] < e[i];
+      if (!more) break;
+#pragma GCC unroll 16
+      for (int i = 0; i < SEGS; i++) { h[i] = *p[i]; same &= h[i] == h[0]; }
+      if (same) {
+        uintnat wh = Whsize_hd(h[0]);
+        uint64_t k = 0;
+        do {
+#pragma GCC unroll 16
+          for (int i = 0; i < SEGS; i++) p[i] += wh;
+          k++;
+          more = true;
+#pragma GCC unroll 16
+          for (int i = 0; i < SEGS; i++) more &= p[i] < e[i];
+          if (more) {
+#pragma GCC unroll 16
+            for (int i = 0; i < SEGS; i++) more &= *p[i] == h[0];
+          }
+        } while (more);
+        struct caml_memprof_points_pair *c = &m[Reserved_hd(h[0])];
+        c->blocks += SEGS * k;
+        c->words += SEGS * k * wh;
+      } else {
+#pragma GCC unroll 16
+        for (int i = 0; i < SEGS; i++) {
+          uintnat wh = Whsize_hd(h[i]);
+          struct caml_memprof_points_pair *c = &m[Reserved_hd(h[i])];
+          c->blocks++;
+          c->words += wh;
+          p[i] += wh;
+        }
+      }
+    }
+  }
+  for (int i = 0; i + 1 < SEGS; i += 2) count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
+}
+
+/* Count [low, walked), with the domain's boundaries, and forget them. */
+static void count_below_walked(caml_domain_state *d,
+                               struct caml_memprof_points_young *y,
+                               value *low)
+{
+  header_t *p[CAML_POINTS_SEGMENTS], *e[CAML_POINTS_SEGMENTS];
+  int n = 0;
+  value *top = y->walked;
+  for (int i = 0; i < y->nbound; i++) {
+    p[n] = (header_t *)y->bound[i];
+    e[n++] = (header_t *)top;
+    top = y->bound[i];
+  }
+  if (low < top) {
+    p[n] = (header_t *)low;
+    e[n++] = (header_t *)top;
+  }
+  count_segments(counts_of(d)->minor, p, e, n);
+  y->walked = low;
+  y->nbound = 0;
+}
+
+/* The trigger one segment below the lowest boundary (or `walked`), or
+ * none if that lies below the minor heap (the collection counts the
+ * rest). */
+static void set_trigger(caml_domain_state *d,
+                        struct caml_memprof_points_young *y)
+{
+  uintnat last = (uintnat)(y->nbound ? y->bound[y->nbound - 1] : y->walked);
+  uintnat t = last - SEGMENT_BYTES;
+  y->trigger = last > SEGMENT_BYTES
+               && t > (uintnat)d->young_start ? (value *)t : NULL;
+}
+
+void caml_memprof_points_minor_heap_reset(caml_domain_state *d)
+{
+  struct caml_memprof_points_young *y = &caml_memprof_points_young[d->id];
+  y->walked = d->young_end;
+  y->nbound = 0;
+  y->trigger = NULL;
+  if (caml_memprof_points_on) set_trigger(d, y);
+}
+
+/* `done` is the allocation pointer with no allocation pending, above
+ * which every block is headered: a boundary between blocks. Keep it, or
+ * with SEGMENTS - 1 kept already count the chunk [done, walked). */
+static void at_boundary(caml_domain_state *d, value *done)
+{
+  struct caml_memprof_points_young *y = &caml_memprof_points_young[d->id];
+  value *last = y->nbound ? y->bound[y->nbound - 1] : y->walked;
+  CAMLassert(done <= last);
+  if (done < last) {
+    if (y->nbound == CAML_POINTS_SEGMENTS - 1) {
+      count_below_walked(d, y, done);
+    } else {
+      y->bound[y->nbound++] = done;
+    }
+  }
+  set_trigger(d, y);
+}
+
+/* Set the allocation limit again now that the trigger moved, unless an
+ * interrupt raised it (the caller's usual path then serves that and
+ * resets the limit). True if the pending allocation now passes it. */
+static bool refresh_limit(caml_domain_state *d)
+{
+  uintnat old = atomic_load_relaxed(&d->young_limit);
+  if (old == CAML_UINTNAT_MAX) return false;
+  uintnat limit = caml_young_limit_of_triggers(d);
+  if (!atomic_compare_exchange_strong(&d->young_limit, &old, limit))
+    return false;
+  return (uintnat)d->young_ptr >= limit;
+}
+
+/* caml_alloc_small_dispatch, first thing, when the allocation of
+ * `whsize` words (made, not yet headered) fell below the trigger. True
+ * if nothing else asked for the slow path: the allocation stands. */
+bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
+{
+  at_boundary(d, d->young_ptr + whsize);
+  return refresh_limit(d);
+}
+
+/* caml_alloc_small_dispatch, last thing: what ran in between (actions,
+ * memprof's callbacks) may have allocated past the trigger, and the
+ * allocation made again was not checked against it. */
+void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize)
+{
+  if (d->young_ptr >= caml_memprof_points_trigger(d)) return;
+  at_boundary(d, d->young_ptr + whsize);
+  (void)refresh_limit(d);
+}
+
+/* At the start of a minor collection: the rest, [young_ptr, walked). */
+void caml_memprof_points_count_minor(caml_domain_state *d)
+{
+  count_below_walked(d, &caml_memprof_points_young[d->id], d->young_ptr);
 }
 
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 {
-  struct pair *c = &counts_of(d)->major[Reserved_hd(hd)];
+  struct caml_memprof_points_pair *c = &counts_of(d)->major[Reserved_hd(hd)];
   c->blocks++;
   c->words += Whsize_hd(hd);
 }
 
 void caml_memprof_points_count_live(header_t hd)
 {
-  struct pair *c = &live[Reserved_hd(hd)];
+  struct caml_memprof_points_pair *c = &live[Reserved_hd(hd)];
   c->blocks++;
   c->words += Whsize_hd(hd);
 }
@@ -202,7 +456,7 @@ void caml_memprof_points_live_begin(void)
   if (!caml_memprof_points_on) return;
   live_missing = NULL;
   memset(live, 0, next_id * sizeof *live);
-  live[CAML_POINT_UNREGISTERED] = (struct pair){ 0, 0 };
+  live[CAML_POINT_UNREGISTERED] = (struct caml_memprof_points_pair){ 0, 0 };
   caml_memprof_points_live_on = true;
 }
 
@@ -217,13 +471,13 @@ void caml_memprof_points_live_end(const char *missing)
 enum { MINOR, MAJOR, PROMOTED, LIVE, KINDS };
 
 /* The sums over domains for `id`; false when all are zero. */
-static bool sum_id(uintnat id, struct pair out[KINDS])
+static bool sum_id(uintnat id, struct caml_memprof_points_pair out[KINDS])
 {
   memset(out, 0, KINDS * sizeof *out);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     const struct domain_counts *c = &per_domain[i];
     if (c->minor == NULL) continue;
-    const struct pair *src[3] = { c->minor, c->major, c->promoted };
+    const struct caml_memprof_points_pair *src[3] = { c->minor, c->major, c->promoted };
     for (int k = 0; k < 3; k++) {
       out[k].blocks += src[k][id].blocks;
       out[k].words += src[k][id].words;
@@ -234,22 +488,17 @@ static bool sum_id(uintnat id, struct pair out[KINDS])
   return false;
 }
 
-static void render_counts(struct caml_memprof_buf *b, const struct pair c[KINDS])
+static void render_counts(struct caml_memprof_buf *b, const struct caml_memprof_points_pair c[KINDS])
 {
-  caml_memprof_buf_printf(b, ",%llu,%llu,%llu,%llu,%llu,%llu",
-                          (unsigned long long)c[MINOR].blocks,
-                          (unsigned long long)c[MINOR].words,
-                          (unsigned long long)c[MAJOR].blocks,
-                          (unsigned long long)c[MAJOR].words,
-                          (unsigned long long)c[PROMOTED].blocks,
-                          (unsigned long long)c[PROMOTED].words);
-  if (live_missing == NULL) {
-    caml_memprof_buf_printf(b, ",%llu,%llu]",
-                            (unsigned long long)c[LIVE].blocks,
-                            (unsigned long long)c[LIVE].words);
-  } else {
-    caml_memprof_buf_lit(b, ",null,null]");
+  int kinds = live_missing == NULL ? KINDS : LIVE;
+  for (int k = 0; k < kinds; k++) {
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_uint(b, c[k].blocks);
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_uint(b, c[k].words);
   }
+  if (live_missing == NULL) caml_memprof_buf_lit(b, "]");
+  else caml_memprof_buf_lit(b, ",null,null]");
 }
 
 /* One field of a table entry: up to the next tab or NUL. */
@@ -269,7 +518,7 @@ static bool render_points(struct caml_memprof_buf *b)
     { CAML_POINT_DUP, "(Obj.dup)" },
     { CAML_POINT_UNREGISTERED, "(unregistered)" },
   };
-  struct pair c[KINDS];
+  struct caml_memprof_points_pair c[KINDS];
   bool first = true;
   for (size_t i = 0; i < sizeof pseudo / sizeof pseudo[0]; i++) {
     if (!sum_id(pseudo[i].id, c)) continue;
@@ -295,9 +544,14 @@ static bool render_points(struct caml_memprof_buf *b)
       caml_memprof_buf_lit(b, "\n[");
       first = false;
       caml_memprof_buf_json_string_n(b, file, file_end - file);
-      caml_memprof_buf_printf(b, ",%.*s,%.*s,%.*s,", (int)(line_end - line),
-                              line, (int)(start_end - start), start,
-                              (int)(stop_end - stop), stop);
+      /* line, start and stop: decimal digits, as the compiler wrote them */
+      caml_memprof_buf_lit(b, ",");
+      caml_memprof_buf_add(b, line, line_end - line);
+      caml_memprof_buf_lit(b, ",");
+      caml_memprof_buf_add(b, start, start_end - start);
+      caml_memprof_buf_lit(b, ",");
+      caml_memprof_buf_add(b, stop, stop_end - stop);
+      caml_memprof_buf_lit(b, ",");
       caml_memprof_buf_json_string_n(b, fn, fn_len);
       render_counts(b, c);
     }
@@ -324,9 +578,16 @@ static bool requested = false;
 
 void caml_memprof_points_start(void) { requested = true; }
 void caml_memprof_points_register(void *table) { (void)table; }
+struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
+struct caml_memprof_points_pair *
+  caml_memprof_points_promoted_counts[Max_domains_max];
+
 void caml_memprof_points_count_minor(caml_domain_state *d) { (void)d; }
-void caml_memprof_points_count_promoted(caml_domain_state *d, header_t hd)
-{ (void)d; (void)hd; }
+void caml_memprof_points_minor_heap_reset(caml_domain_state *d) { (void)d; }
+bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
+{ (void)d; (void)whsize; return false; }
+void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize)
+{ (void)d; (void)whsize; }
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 { (void)d; (void)hd; }
 void caml_memprof_points_count_live(header_t hd) { (void)hd; }

@@ -121,3 +121,29 @@ def test_without_points_the_profile_has_no_section(known, tmp_path):
     exe, _ = known
     prof, _, _ = profile(exe, 10, 10, 10, 10, 1, 1, rate=1e-4, tmp=tmp_path)
     assert "points" not in prof and prof["version"] == 3
+
+
+@pytest.mark.parametrize("runparam", RUNPARAMS)
+def test_blocks_allocated_by_memprof_callbacks_and_cancelled_allocations(build, tmp_path, runparam):
+    """The program's own Gc.Memprof callbacks allocate while the points
+    are counted chunk by chunk, and a callback that raises cancels the
+    sampled allocation: every block made is counted once, and a cancelled
+    one is not."""
+    n = 40_000
+    exe = build("points_callbacks")
+    src = (PROGRAMS / "points_callbacks.ml").read_text()
+    prof, _, res = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on",
+                           runparam=runparam)
+    kept, made, raised = map(int, res.stdout.split())
+    assert kept == n and made + raised == n and raised > 0, res.stdout
+    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    pts = points(prof)
+
+    def minor(needle):
+        line = line_of(src, needle)
+        return [c[:2] for (f, ln, fn, _), c in pts.items()
+                if f == "points_callbacks.ml" and ln == line]
+
+    assert sorted(minor("Sys.opaque_identity (i, -i, i)")) == [[n, 3 * n], [n, 4 * n]]
+    assert minor("Sys.opaque_identity (float_of_int i") == [[n, 2 * n]]
+    assert minor("Sys.opaque_identity (ref i)") == [[made, 2 * made]]

@@ -12,11 +12,20 @@
  *    `caml_memprof_points_on`.
  * 3. The counting hooks, each a no-op unless counting is on:
  *    `minor_walk` at the start of a minor collection (minor_gc.c, before
- *    any promotion), `promoted` where the collection's update of a young
- *    header succeeds, `major` for a block allocated directly in the major
- *    heap, `live` for each block the exit's walk of reachability enters
- *    for the first time (memprof_reach.c, memprof_snapshot.c).
+ *    any promotion: the part of the minor heap no chunk counted),
+ *    `promoted` where the collection's update of a young header
+ *    succeeds, `major` for a block allocated directly in the major heap,
+ *    `live` for each block the exit's walk of reachability enters for
+ *    the first time (memprof_reach.c, memprof_snapshot.c).
  * 4. `render` writes the profile's "points" section (profile-format.md).
+ * 5. The chunks of the minor heap (memprof_points.c, design 4): a
+ *    per-domain trigger, a third component of the allocation limit
+ *    (`caml_young_limit_of_triggers`, domain.c). caml_alloc_small_dispatch
+ *    (minor_gc.c) calls `alloc_chunk` when an allocation falls below it
+ *    and `after_alloc` before it returns; each keeps a boundary between
+ *    blocks and counts a chunk every CAML_POINTS_SEGMENTS of them.
+ *    `minor_heap_reset` runs wherever the minor heap starts empty (a
+ *    new heap, the end of a collection).
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -27,6 +36,7 @@
 #ifdef CAML_INTERNALS
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "domain_state.h"
 #include "memprof_jsonbuf.h"
 #include "mlvalues.h"
@@ -53,7 +63,6 @@ void caml_memprof_points_start(void);
 void caml_memprof_points_register(void *table);
 
 void caml_memprof_points_count_minor(caml_domain_state *d);
-void caml_memprof_points_count_promoted(caml_domain_state *d, header_t hd);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
 void caml_memprof_points_count_live(header_t hd);
 
@@ -62,10 +71,25 @@ Caml_inline void caml_memprof_points_minor_walk(caml_domain_state *d)
   if (caml_memprof_points_on) caml_memprof_points_count_minor(d);
 }
 
+/* Counts of one allocation point, in a domain's counters. */
+struct caml_memprof_points_pair { uint64_t blocks, words; };
+
+/* Per domain slot, its counters of promoted blocks by id; set by the
+ * domain's first count, which the walk at the start of every minor
+ * collection is, before anything is promoted. */
+extern struct caml_memprof_points_pair *caml_memprof_points_promoted_counts[];
+
+/* In oldify, inline: a promotion is counted on the collection's hot
+ * path. */
 Caml_inline void caml_memprof_points_promoted(caml_domain_state *d,
                                               header_t hd)
 {
-  if (caml_memprof_points_on) caml_memprof_points_count_promoted(d, hd);
+  if (caml_memprof_points_on) {
+    struct caml_memprof_points_pair *c =
+      &caml_memprof_points_promoted_counts[d->id][Reserved_hd(hd)];
+    c->blocks++;
+    c->words += Whsize_hd(hd);
+  }
 }
 
 Caml_inline void caml_memprof_points_major(caml_domain_state *d,
@@ -78,6 +102,46 @@ Caml_inline void caml_memprof_points_live(header_t hd)
 {
   if (caml_memprof_points_live_on) caml_memprof_points_count_live(hd);
 }
+
+/* Design 4 (memprof_points.c): per domain slot, the trigger below which
+ * an allocation takes the slow path to keep a boundary (NULL: none),
+ * how far down the minor heap is counted ([walked, young_end)), and the
+ * boundaries kept below that, which split the next chunk into segments
+ * counted side by side. */
+#define CAML_POINTS_SEGMENTS 8
+struct caml_memprof_points_young {
+  value *trigger;
+  value *walked;
+  int nbound;                               /* boundaries below walked */
+  value *bound[CAML_POINTS_SEGMENTS - 1];   /* descending */
+};
+extern struct caml_memprof_points_young caml_memprof_points_young[];
+
+Caml_inline value *caml_memprof_points_trigger(caml_domain_state *d)
+{
+  return caml_memprof_points_young[d->id].trigger;
+}
+
+/* The points' part of the allocation limit, or 0: one byte below the
+ * trigger, so that a poll does not fire while the allocation pointer
+ * rests on it; never above the allocation pointer, so that a trigger
+ * passed by an allocation that the limit did not check (the dispatcher
+ * making an allocation again) makes only the next allocation take the
+ * slow path, never a poll. */
+Caml_inline uintnat caml_memprof_points_limit(caml_domain_state *d)
+{
+  value *t = caml_memprof_points_young[d->id].trigger;
+  if (t == NULL) return 0;
+  if (t > d->young_ptr) t = d->young_ptr;
+  return (uintnat)t - 1;
+}
+
+/* The allocation limit that the triggers ask for (domain.c). */
+uintnat caml_young_limit_of_triggers(caml_domain_state *d);
+
+void caml_memprof_points_minor_heap_reset(caml_domain_state *d);
+_Bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize);
+void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize);
 
 /* A walk of reachability at exit begins: live counts start from zero.
  * `end`: the exit's judgment is over; `missing` is NULL when a walk
