@@ -20,8 +20,12 @@ run is one line on stderr and exit 2. Prints figures only; no thresholds.
 With --extra=ITEMS the profiled side's OCAMLMEMPROF gets `,ITEMS` too
 (e.g. --extra=points=on), and with --versus-profiled the other side runs
 profiled without them instead of unprofiled: the cost of ITEMS alone.
+With --versus-binary=OTHER nothing is profiled (RATE is not used): PROGRAM
+runs against OTHER, the same program built another way (by stock OCaml,
+say), with the same arguments: what the build costs with profiling off.
 
 Usage: pairs.py PROGRAM 'ARGS' RATE PAIRS [--extra=ITEMS [--versus-profiled]]
+       pairs.py PROGRAM 'ARGS' RATE PAIRS --versus-binary=OTHER
 """
 
 import os
@@ -61,13 +65,19 @@ def _summary(on: list[float], off: list[float]) -> str:
 def main(args: list[str]) -> int:
     extra = next((x.split("=", 1)[1] for x in args if x.startswith("--extra=")), "")
     versus = "--versus-profiled" in args
-    args = [x for x in args if not x.startswith("--extra=") and x != "--versus-profiled"]
+    other = next((x.split("=", 1)[1] for x in args if x.startswith("--versus-binary=")), None)
+    args = [x for x in args if not x.startswith(("--extra=", "--versus-binary="))
+            and x != "--versus-profiled"]
     a = script_args.parse("pairs.py", args, "PAIRS", 1000,
-                          " [--extra=ITEMS [--versus-profiled]]")
+                          " [--extra=ITEMS [--versus-profiled] | --versus-binary=OTHER]")
     if a is None:
+        return 2
+    if other is not None and (extra or versus):
+        print("pairs.py: --versus-binary goes alone", file=sys.stderr)
         return 2
     exe, prog_args, rate_s, _, pairs, argv = a
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
+    ref_argv = argv if other is None else [other, *argv[1:]]
     runs: dict = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
         # A new file per run (%p), removed after its pair: replacing the last
@@ -75,18 +85,21 @@ def main(args: list[str]) -> int:
         # keeping them all would leave their writeback to later runs.
         plain = f"rate={rate_s},seed=1,out={tmp}/p.%p.json"
         prof = dict(base, OCAMLMEMPROF=plain + (f",{extra}" if extra else ""))
+        if other is not None:
+            prof = base
         if versus:
             base = dict(base, OCAMLMEMPROF=plain)
         try:
             for i in range(pairs):
                 order = (True, False) if i % 2 == 0 else (False, True)
                 for p in order:
-                    runs[p].append(_run(argv, prof if p else base))
+                    runs[p].append(_run(argv if p else ref_argv, prof if p else base))
                 for f in os.listdir(tmp):
                     os.unlink(os.path.join(tmp, f))
             # Peak RSS: one more run a side under the harness's launcher
             # (this interpreter's own size would mask a child's).
-            rss = {p: peak_kb(argv, prof if p else base, None, 3600, exe) for p in (False, True)}
+            rss = {p: peak_kb(argv if p else ref_argv, prof if p else base, None, 3600,
+                              ref_argv[0] if not p else exe) for p in (False, True)}
         except (OSError, subprocess.CalledProcessError, InfraError) as e:
             print(f"pairs.py: running {exe}: {e}", file=sys.stderr)
             return 2
@@ -94,6 +107,8 @@ def main(args: list[str]) -> int:
     sys_ms = statistics.fmean(a - b for a, b in zip(on[2], off[2])) * 1e3
     what = f"rate={rate_s}" + (f",{extra}" if extra else "") + \
         (f" against rate={rate_s}" if versus else "")
+    if other is not None:
+        what = f"unprofiled against {other}"
     print(f"{os.path.basename(exe)} {prog_args} {what} pairs={pairs}: "
           f"wall {_summary(on[0], off[0])}; cpu {_summary(on[1], off[1])}; "
           f"system {sys_ms:+.1f} ms; peak RSS {rss[False] / 1024:.1f} -> "

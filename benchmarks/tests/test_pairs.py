@@ -53,7 +53,28 @@ def test_prints_ratios_interval_and_system_time(tmp_path):
     assert not Path(dirs[0]).exists()                          # and the directory itself
 
 
+def test_versus_binary_runs_the_other_program_and_nothing_profiled(tmp_path):
+    """--versus-binary=OTHER: PROGRAM against OTHER with the same
+    arguments, neither profiled; the slower PROGRAM shows above 1."""
+    log = tmp_path / "log"
+    for name, nap in (("slow.sh", "0.2"), ("fast.sh", "0")):
+        s = tmp_path / name
+        s.write_text(f"#!/bin/sh\necho \"$0 $1 ${{OCAMLMEMPROF:-unset}}\" >> {log}\nsleep {nap}\n")
+        s.chmod(0o755)
+    res = pairs(tmp_path / "slow.sh", "arg", "1e-4", 3, f"--versus-binary={tmp_path / 'fast.sh'}")
+    assert res.returncode == 0, res.stderr
+    assert f"unprofiled against {tmp_path / 'fast.sh'}" in res.stdout
+    med = float(re.search(r"wall median ([0-9.]+)", res.stdout).group(1))
+    assert med > 1, res.stdout
+    runs = log.read_text().splitlines()
+    # three pairs and one peak-RSS run a side
+    assert sorted(runs) == sorted([f"{tmp_path / 'slow.sh'} arg unset"] * 4
+                                  + [f"{tmp_path / 'fast.sh'} arg unset"] * 4)
+
+
 @pytest.mark.parametrize("args, msg", [
+    (["/bin/true", "", "1e-4", "3", "--versus-binary=/bin/true", "--versus-profiled"],
+     "goes alone"),
     (["/bin/true", "", "2", "3"], "RATE must be in"),
     (["/bin/true", "", "x", "3"], "is not a number"),
     (["/bin/false", "", "1e-4", "2"], "running /bin/false"),
