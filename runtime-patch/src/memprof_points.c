@@ -4,17 +4,19 @@
  *    (HEADER_RESERVED_BITS, build-runtime.sh), and a block's allocation
  *    point is its header's reserved bits. Native code writes them: the
  *    compiler gives each allocation point of a unit an index in the
- *    unit's table and or-s it with the table's first word, its base
- *    (selectgen.ml). This file assigns the bases when it registers the
- *    tables: the units linked in at start (`caml_alloc_sites`, the list
- *    the startup file ends with), a plugin's units when natdynlink loads
- *    them. A table of n points gets a base aligned to the power of two
- *    P >= n, above the pseudo ids, so that or-ing an index is adding it
- *    and two units' ids never meet. A table keeps the base word it was
- *    linked with, all ones, until it is registered, so its blocks then
- *    carry CAML_POINT_UNREGISTERED: a native toplevel phrase, a unit
- *    past the id space, or any unit while counting is off (registering
- *    is then skipped, and nothing reads the bits).
+ *    unit's table, and each allocation loads its whole header from a
+ *    word of that table (selectgen.ml), linked with the all-ones id.
+ *    This file assigns each unit a base when it registers the tables
+ *    (the units linked in at start, `caml_alloc_sites`, the list the
+ *    startup file ends with; a plugin's units when natdynlink loads
+ *    them, before their code runs) and writes base + index into the
+ *    reserved bits of each header word. A table of n points gets a base
+ *    aligned to the power of two P >= n, above the pseudo ids, so two
+ *    units' ids never meet. A table never registered keeps its header
+ *    words, so its blocks carry CAML_POINT_UNREGISTERED: a native
+ *    toplevel phrase, a unit past the id space, or any unit while
+ *    counting is off (registering is then skipped, and nothing reads
+ *    the bits).
  * 2. Pseudo ids, for blocks that no OCaml allocation point made:
  *    CAML_POINT_UNMARSHAL (intern.c), CAML_POINT_DUP (Obj.dup and
  *    Obj.with_tag, obj.c, which also serve {r with ...} on large
@@ -142,9 +144,21 @@ bool caml_memprof_points_live_on = false;
 /* A unit's table, as selectgen.ml lays it out. */
 struct points_table {
   uintnat base;                 /* Hd_reserved(first id), or all ones */
-  uintnat count;
-  char entries[];               /* count of "file\tline\tstart\tend\tfn\0" */
+  uintnat count;                /* points */
+  uintnat nheaders;             /* header words */
+  header_t headers[];           /* nheaders words, then uint32_t index[nheaders],
+                                   then count of "file\tline\tstart\tend\tfn\0" */
 };
+
+static uint32_t *table_index(struct points_table *t)
+{
+  return (uint32_t *)(t->headers + t->nheaders);
+}
+
+static const char *table_entries(struct points_table *t)
+{
+  return (const char *)(table_index(t) + t->nheaders);
+}
 
 struct registered { struct points_table *t; uintnat first; };
 
@@ -215,6 +229,12 @@ void caml_memprof_points_register(void *table)
     tables[ntables++] = (struct registered){ t, base };
     next_id = base + size;
     t->base = Hd_reserved(base);
+    /* Each allocation loads its header from the table: give it its id. */
+    const uint32_t *index = table_index(t);
+    for (uintnat j = 0; j < t->nheaders; j++) {
+      t->headers[j] = (t->headers[j] & ~Hd_reserved(CAML_POINT_UNREGISTERED))
+                      | Hd_reserved(base + index[j]);
+    }
   } else {
     exhausted = true;
   }
@@ -529,7 +549,7 @@ static bool render_points(struct caml_memprof_buf *b)
     render_counts(b, c);
   }
   for (size_t t = 0; t < ntables; t++) {
-    const char *e = tables[t].t->entries;
+    const char *e = table_entries(tables[t].t);
     for (uintnat i = 0; i < tables[t].t->count; i++) {
       const char *file_end, *line_end, *start_end, *stop_end;
       const char *file = field(e, &file_end);

@@ -7,6 +7,8 @@ A point is [file, line, first char, last char, function, minor blocks,
 minor words, major blocks, major words, promoted blocks, promoted words,
 live blocks, live words] (profile-format.md, "Allocation points")."""
 
+import subprocess
+
 import pytest
 
 from runtime_testlib import PROGRAMS, profile, run
@@ -147,3 +149,31 @@ def test_blocks_allocated_by_memprof_callbacks_and_cancelled_allocations(build, 
     assert sorted(minor("Sys.opaque_identity (i, -i, i)")) == [[n, 3 * n], [n, 4 * n]]
     assert minor("Sys.opaque_identity (float_of_int i") == [[n, 2 * n]]
     assert minor("Sys.opaque_identity (ref i)") == [[made, 2 * made]]
+
+
+def test_a_plugin_loaded_by_natdynlink_has_points_of_its_own(runtime_bin, tmp_path):
+    """natdynlink registers a plugin's table before its code runs: the
+    plugin's blocks are counted at its own points, apart from the main
+    program's and from the unregistered id."""
+    n = 5000
+    work = tmp_path / "dl"
+    work.mkdir()
+    for name in ("points_plugin", "points_dynlink"):
+        (work / f"{name}.ml").write_text((PROGRAMS / f"{name}.ml").read_text())
+    ocamlopt = str(runtime_bin / "ocamlopt")
+    for cmd in ([ocamlopt, "-g", "-shared", "-o", "points_plugin.cmxs", "points_plugin.ml"],
+                [ocamlopt, "-g", "-I", "+dynlink", "dynlink.cmxa", "points_dynlink.ml",
+                 "-o", "points_dynlink.exe"]):
+        res = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+    prof, _, res = profile(work / "points_dynlink.exe", work / "points_plugin.cmxs", n,
+                           rate=1e-4, tmp=tmp_path, points="on")
+    assert res.stdout.split() == [str(n), str(n)]
+    pts = points(prof)
+    for name in ("points_plugin", "points_dynlink"):
+        src = (PROGRAMS / f"{name}.ml").read_text()
+        line = line_of(src, "Sys.opaque_identity (i,")
+        pair = sorted(c[:2] for (f, ln, fn, _), c in pts.items()
+                      if f == f"{name}.ml" and ln == line)
+        assert pair == [[n, 3 * n], [n, 3 * n]], (name, pair)    # the pair, its cell
+    assert ("", 0, "(unregistered)", 0) not in pts
