@@ -177,3 +177,21 @@ def test_a_plugin_loaded_by_natdynlink_has_points_of_its_own(runtime_bin, tmp_pa
                       if f == f"{name}.ml" and ln == line)
         assert pair == [[n, 3 * n], [n, 3 * n]], (name, pair)    # the pair, its cell
     assert ("", 0, "(unregistered)", 0) not in pts
+
+
+def test_domains_and_systhreads_with_reused_slots_count_every_block_once(build, tmp_path):
+    """Domains spawned and joined round after round (their slots reused),
+    each running two systhreads on its minor heap: every pair is counted
+    once, minor words add up to the GC's."""
+    n = 100_000
+    exe = build("points_threads", threads=True)
+    src = (PROGRAMS / "points_threads.ml").read_text()
+    prof, _, res = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on",
+                           runparam="s=32k")
+    made, kept = map(int, res.stdout.split())
+    assert kept == made // 16
+    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    line = line_of(src, "Sys.opaque_identity (id, i)")
+    pair = [c[:4] for (f, ln, fn, _), c in points(prof).items()
+            if f == "points_threads.ml" and ln == line]
+    assert pair == [[made, 3 * made, 0, 0]], pair
