@@ -61,8 +61,27 @@ def test_upstream_statmemprof_subset_with_the_tracker(runtime_bin, tmp_path):
         results.update(r)
         log += one_log
     assert_all_pass(results, TRACKER_SUBSET, log)
-    count, problems = upstream_suite.check_profiles(out)
+    count, problems, _ = upstream_suite.check_profiles(out)
     assert not problems, problems
     # Each file runs in native and bytecode: two test programs, at least,
     # besides the compilers.
     assert count >= 2 * len(TRACKER_SUBSET), count
+
+
+def test_check_profiles_counts_the_runtimes_own_abnormal_end_apart(build, tmp_path):
+    """A profile the runtime marked incomplete because it ended the program
+    for an unhandled effect (what tests/effects asks for) is counted apart;
+    any other reason for an incomplete profile is a problem."""
+    import json
+
+    from runtime_testlib import run
+    exe = build("unhandled_effect")
+    out = tmp_path / "profiles"
+    out.mkdir()
+    run(exe, memprof=f"rate=1e-2,seed=1,out={out / 'p.json'}", check=False)
+    assert upstream_suite.check_profiles(out) == (1, [], 1)
+    doc = json.loads((out / "p.json").read_text())
+    doc["incomplete"] = "some other end"
+    (out / "p.json").write_text(json.dumps(doc))
+    count, problems, ended = upstream_suite.check_profiles(out)
+    assert (count, ended) == (1, 0) and problems == [("p.json", "incomplete: some other end")]
