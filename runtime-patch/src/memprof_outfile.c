@@ -25,7 +25,13 @@
  *    same two paths in two steps: caml_memprof_out_create opens it at
  *    the start, caml_memprof_out_commit closes it and renames it into
  *    place at the end (or removes it after a failure).
- * 6. Thread-safety: no global state; each call is made once.
+ * 6. One descriptor is kept in reserve from the tracker's start (on
+ *    /dev/null, close-on-exec): a program that runs out of file
+ *    descriptors, on purpose or not, still gets its profile, since an
+ *    open that fails with EMFILE gives the reserve back and is tried
+ *    once more. The program has one descriptor fewer while it runs.
+ * 7. Thread-safety: the reserve is taken back by one atomic exchange;
+ *    nothing else is global, and each call is made once.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -33,6 +39,7 @@
 #define CAML_INTERNALS
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +51,31 @@
 
 #define OUT_WINDOW ((size_t)256 << 10)
 #define TMP_TRIES 100
+
+static _Atomic int reserve_fd = -1;
+
+void caml_memprof_out_reserve(void)
+{
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int none = -1;
+  if (fd >= 0 && !atomic_compare_exchange_strong(&reserve_fd, &none, fd))
+    close(fd);
+}
+
+/* open(2), and once more with the reserve given back when the process
+ * has no descriptor left (design 6). */
+static int open_out(const char *path, int flags, mode_t mode)
+{
+  int fd = open(path, flags, mode);
+  if (fd < 0 && errno == EMFILE) {
+    int spare = atomic_exchange(&reserve_fd, -1);
+    if (spare >= 0) {
+      close(spare);
+      fd = open(path, flags, mode);
+    }
+  }
+  return fd;
+}
 
 char *caml_memprof_expand_numbered(const char *tmpl, unsigned long n)
 {
@@ -80,7 +112,7 @@ static int open_in_place(const char *path, int *fd)
   struct stat st;
   *fd = -1;
   if (stat(path, &st) != 0 || S_ISREG(st.st_mode)) return 0;
-  int d = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  int d = open_out(path, O_WRONLY | O_NOCTTY | O_CLOEXEC, 0);
   if (d < 0) return errno;
   if (fstat(d, &st) != 0 || S_ISREG(st.st_mode)) {
     close(d);
@@ -100,8 +132,8 @@ static int create_tmp(const char *path, char *tmp, size_t len)
   for (unsigned i = 0; i < TMP_TRIES; i++) {
     if (i == 0) snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
     else snprintf(tmp, len, "%s.tmp.%ld.%u", path, (long)getpid(), i);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                  0666);
+    int fd = open_out(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
   errno = EEXIST;

@@ -1096,6 +1096,7 @@ void caml_memprof_tracker_start(void)
 {
   const struct caml_memprof_env *env = caml_memprof_env();
   if (!env->tracking) return;
+  caml_memprof_out_reserve();           /* memprof_outfile.c, design 6 */
 
   /* Copy Sys.argv now, while it is as the runtime received it. */
   value argv = caml_sys_argv(Val_unit);

@@ -72,3 +72,34 @@ def test_dev_stdout_is_written_in_place(build, tmp_path):
     res = run(build("exits"), "normal", memprof="rate=1e-2,out=/dev/stdout", cwd=tmp_path)
     assert json.loads(res.stdout)["format"] == "memprof-ci/profile"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_a_program_that_runs_out_of_descriptors_still_gets_its_profile(build, tmp_path, backend):
+    """The tracker keeps one descriptor in reserve (memprof_outfile.c,
+    design 6): a program that opens files until none is left exits with
+    its profile written and nothing on stderr, having had one descriptor
+    fewer than without the tracker."""
+    import resource
+    import subprocess
+
+    from runtime_testlib import read_profile
+
+    exe = build("fd_exhaust", backend=backend)
+
+    def opened(memprof=None):
+        env = {k: v for k, v in os.environ.items() if k not in ("OCAMLMEMPROF", "OCAMLRUNPARAM")}
+        if memprof:
+            env["OCAMLMEMPROF"] = memprof
+        res = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=120,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                   (128, 128)))
+        assert res.returncode == 0 and res.stderr == "", res.stderr
+        return int(res.stdout)
+
+    out = tmp_path / "p.json"
+    with_tracker = opened(f"rate=1e-2,seed=1,out={out}")
+    assert with_tracker == opened() - 1
+    prof = read_profile(out.read_bytes())
+    assert prof["totals"]["samples"] > 0
+    assert not list(tmp_path.glob("*.tmp.*"))

@@ -46,6 +46,10 @@ int caml_memprof_write_out(const char *path, caml_memprof_render_fn render,
  * Returns 0 (`*fd` open) or an errno. */
 int caml_memprof_out_create(const char *path, char **tmp, int *fd);
 
+/* Keep one descriptor in reserve for the writes (memprof_outfile.c,
+ * design 6); the tracker calls it at its start. */
+void caml_memprof_out_reserve(void);
+
 /* Close `fd` and, unless `err` or the close failed, rename `tmp` over
  * `path` (else remove it); frees `tmp`. Returns 0 or the first errno. */
 int caml_memprof_out_commit(const char *path, char *tmp, int fd, int err);
