@@ -21,7 +21,10 @@ def bench(tmp_path, rate):
         pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
     exe = tmp_path / "live_list.exe"
     if not exe.exists():
-        r = subprocess.run([OCAMLOPT, "-g", "-o", str(exe), SRC], cwd=tmp_path,
+        # Compiled from a copy: ocamlopt writes its objects beside the source.
+        src = tmp_path / "live_list.ml"
+        src.write_text(open(SRC).read())
+        r = subprocess.run([OCAMLOPT, "-g", "-o", str(exe), str(src)], cwd=tmp_path,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
     (tmp_path / "m.toml").write_text(
