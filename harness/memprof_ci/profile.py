@@ -51,6 +51,12 @@ PEAK_EVENTS = "events"
 # frame outside the standard library (OCAMLMEMPROF stacks=site); absent
 # means whole stacks ("full").  The site table is the same either way.
 STACKS_MODES = ("full", "site")
+# config.live: how the runtime told live blocks at exit from dead ones
+# (OCAMLMEMPROF live=; absent: walk).  With "off" it did not, and
+# live_samples counts the blocks not yet collected: such profiles are
+# refused, since every check that reads them takes live_samples as live.
+LIVE_MODES = ("walk", "gc")
+LIVE_UNDECIDED = "off"
 FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
 
 
@@ -164,6 +170,14 @@ def _check_header(doc, path: str, bad) -> tuple:
     if cfg.get("stacks", "full") not in STACKS_MODES:
         raise bad(f"config.stacks {mdsafe.printable(repr(cfg['stacks'])[:100])} is neither "
                   f"full nor site")
+    live = cfg.get("live", "walk")
+    if live == LIVE_UNDECIDED:
+        raise InputError(f"{path}: profile made with OCAMLMEMPROF live=off: its live_samples "
+                         f"count blocks not yet collected, not blocks live at exit; the live "
+                         f"check cannot judge it; run without live=off")
+    if live not in LIVE_MODES:
+        raise bad(f"config.live {mdsafe.printable(repr(live)[:100])} is neither walk, gc "
+                  f"nor off")
     return version, cfg
 
 

@@ -144,6 +144,29 @@ def test_profile_config_stacks_and_stackmem(tmp_path, key, value, kept, refusal)
         assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("value,refusal", [
+    ("walk", None), ("gc", None),
+    ("off", "profile made with OCAMLMEMPROF live=off: its live_samples count blocks not "
+            "yet collected"),
+    ("Walk", r"config.live 'Walk' is neither walk, gc nor off"),
+    (None, r"config.live None is neither walk, gc nor off"),
+])
+def test_profile_config_live(tmp_path, value, refusal):
+    """config.live names how the runtime decided live at exit: walk and gc
+    are read (the same answer); a profile of live=off, whose live samples
+    are only the blocks not yet collected, is refused in one line, as is
+    any other value."""
+    doc = to_version3(make_profile(_TWO_STACKS))
+    doc["config"]["live"] = value
+    path = write_json(tmp_path / "p.json", doc)
+    if refusal is None:
+        assert load_profile(path).totals["live_samples"] == doc["totals"]["live_samples"]
+    else:
+        with pytest.raises(InputError, match=refusal) as e:
+            load_profile(path)
+        assert "\n" not in str(e.value) and str(path) in str(e.value)
+
+
 def test_memprof_env_value_cuts_stacks_at_rate_1():
     """Every exact (rate 1) run asks the runtime for stacks=site; sampled
     runs keep whole stacks."""

@@ -61,7 +61,7 @@ static bool same_env(const struct caml_memprof_env *a,
   return a->seeded == b->seeded && a->seed == b->seed
     && a->tracking == b->tracking && a->rate == b->rate
     && a->frames == b->frames && same_path(a->out, b->out)
-    && same_path(a->trace, b->trace) && a->live_by_gc == b->live_by_gc
+    && same_path(a->trace, b->trace) && a->live == b->live
     && a->stacks_at_site == b->stacks_at_site && a->stackmem == b->stackmem
     && a->snapshot_at_exit == b->snapshot_at_exit
     && a->snapshot_on_signal == b->snapshot_on_signal
@@ -92,7 +92,9 @@ static char *canonical(const struct caml_memprof_env *env)
   if (env->tracking) {
     n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,stacks=%s,"
                   "stackmem=%llu,",
-                  env->rate, env->frames, env->live_by_gc ? "gc" : "walk",
+                  env->rate, env->frames,
+                  env->live == CAML_MEMPROF_LIVE_GC ? "gc"
+                  : env->live == CAML_MEMPROF_LIVE_OFF ? "off" : "walk",
                   env->stacks_at_site ? "site" : "full",
                   (unsigned long long)env->stackmem);
     if (any_snapshot(env)) {
@@ -166,7 +168,7 @@ static void check_success(const char *orig, const char *spec, size_t len,
     check(env->rate == 0.0 && env->frames == CAML_MEMPROF_DEFAULT_FRAMES
           && env->out != NULL
           && strcmp(env->out, CAML_MEMPROF_DEFAULT_OUT) == 0
-          && !env->live_by_gc && env->trace == NULL && !env->stacks_at_site
+          && env->live == CAML_MEMPROF_LIVE_WALK && env->trace == NULL && !env->stacks_at_site
           && env->stackmem == CAML_MEMPROF_DEFAULT_STACKMEM
           && !any_snapshot(env)
           && strcmp(env->snapshot_out, CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT) == 0

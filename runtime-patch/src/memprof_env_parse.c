@@ -19,7 +19,11 @@
  *      trace=PATH the same as out=, for the memtrace CTF trace
  *                 (memprof_ctf.c); given without out=, no profile is
  *                 written, only the trace
- *      live=walk|gc
+ *      live=walk|gc|off
+ *                 how the blocks live at exit are told from the dead:
+ *                 walk (the default) by what the roots reach, gc by
+ *                 two major cycles; off does not tell them apart (no
+ *                 work at exit that grows with the heap)
  *      points=on|off
  *                 on: exact counts per allocation point, from the
  *                 site ids in the blocks' headers (memprof_points.c);
@@ -298,8 +302,14 @@ static bool parse_choice(struct msg *m, const char *key, const char *val,
 static bool parse_live(struct msg *m, const char *val,
                        struct caml_memprof_env *env)
 {
-  return parse_choice(m, "live", val, "walk", "gc",
-                      "expected walk (the default) or gc", &env->live_by_gc);
+  static const char *const names[] = { "walk", "gc", "off" };
+  for (int i = 0; i < 3; i++) {
+    if (strcmp(val, names[i]) == 0) {
+      env->live = (enum caml_memprof_live)i;
+      return true;
+    }
+  }
+  return bad_value(m, "live", val, "expected walk (the default), gc or off");
 }
 
 static bool parse_points(struct msg *m, const char *val,
@@ -427,7 +437,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->rate = 0.0;
   env->frames = CAML_MEMPROF_DEFAULT_FRAMES;
   env->out = CAML_MEMPROF_DEFAULT_OUT;
-  env->live_by_gc = false;
+  env->live = CAML_MEMPROF_LIVE_WALK;
   env->points = false;
   env->trace = NULL;
   env->stacks_at_site = false;

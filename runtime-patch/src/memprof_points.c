@@ -88,8 +88,9 @@
  *      after which memprof's sampling may undo it, run callbacks and
  *      make it again. The allocation made again may lie below the
  *      trigger, so the dispatcher's last step (`after_alloc`) takes the
- *      boundary above it as above and sets the limit again; and a callback that raised leaves
- *      the allocation undone with the trigger possibly above young_ptr.
+ *      boundary above it as above and sets the limit again; and a
+ *      callback that raised leaves the allocation undone with the
+ *      trigger possibly above young_ptr.
  *      For both, the points' part of the limit is never above young_ptr
  *      (caml_memprof_points_limit): a trigger passed unchecked makes the
  *      next allocation take the slow path, never a poll. That part is one
@@ -146,8 +147,8 @@ struct points_table {
   uintnat base;                 /* Hd_reserved(first id), or all ones */
   uintnat count;                /* points */
   uintnat nheaders;             /* header words */
-  header_t headers[];           /* nheaders words, then uint32_t index[nheaders],
-                                   then count of "file\tline\tstart\tend\tfn\0" */
+  header_t headers[];  /* nheaders words, then uint32_t index[nheaders],
+                          then count of "file\tfn line,start,end\0" */
 };
 
 static uint32_t *table_index(struct points_table *t)
@@ -168,10 +169,13 @@ static size_t ntables = 0, tables_cap = 0;
 static uintnat next_id = CAML_POINT_FIRST;      /* under tables_lock */
 static bool exhausted = false;
 
-struct domain_counts { struct caml_memprof_points_pair *minor, *major, *promoted; };
+/* A point's counts (memprof_points.h). */
+typedef struct caml_memprof_points_pair pair;
+
+struct domain_counts { pair *minor, *major, *promoted; };
 static struct domain_counts per_domain[Max_domains_max];
 static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
-static struct caml_memprof_points_pair *live = NULL;
+static pair *live = NULL;
 static const char *live_missing = "no walk of the heap at exit";
 
 /* Bytes of minor heap per segment; CAML_POINTS_SEGMENTS of them make a
@@ -179,12 +183,12 @@ static const char *live_missing = "no walk of the heap at exit";
 #define SEGMENT_BYTES ((uintnat)32 * 1024)
 
 struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
-struct caml_memprof_points_pair *
+pair *
   caml_memprof_points_promoted_counts[Max_domains_max];
 
-static struct caml_memprof_points_pair *id_array(void)
+static pair *id_array(void)
 {
-  void *p = mmap(NULL, N_IDS * sizeof(struct caml_memprof_points_pair), PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, N_IDS * sizeof(pair), PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) caml_fatal_error("memprof-ci: out of memory for the "
                                         "allocation points' counters");
@@ -263,7 +267,7 @@ void caml_memprof_points_start(void)
 #define COUNT_STEP(m, p) do {                                           \
     header_t hd_ = *(p);                                                \
     uintnat wh_ = Whsize_hd(hd_);                                       \
-    struct caml_memprof_points_pair *c_ = &(m)[Reserved_hd(hd_)];                           \
+    pair *c_ = &(m)[Reserved_hd(hd_)];                                  \
     c_->blocks++;                                                       \
     c_->words += wh_;                                                   \
     (p) += wh_;                                                         \
@@ -272,7 +276,7 @@ void caml_memprof_points_start(void)
 /* Count the blocks of [p, end), all headered. A run of equal headers is
  * counted at once: the next header's address then does not wait on a
  * load of the size. */
-static void count_one(struct caml_memprof_points_pair *m, header_t *p, header_t *end)
+static void count_one(pair *m, header_t *p, header_t *end)
 {
   while (p < end) {
     header_t hd = *p;
@@ -280,14 +284,14 @@ static void count_one(struct caml_memprof_points_pair *m, header_t *p, header_t 
     header_t *q = p + wh;
     uint64_t n = 1;
     while (q < end && *q == hd) { n++; q += wh; }
-    struct caml_memprof_points_pair *c = &m[Reserved_hd(hd)];
+    pair *c = &m[Reserved_hd(hd)];
     c->blocks += n;
     c->words += n * wh;
     p = q;
   }
 }
 
-static void count_two(struct caml_memprof_points_pair *m, header_t *p0, header_t *e0,
+static void count_two(pair *m, header_t *p0, header_t *e0,
                       header_t *p1, header_t *e1)
 {
   while (p0 < e0 && p1 < e1) {
@@ -308,7 +312,7 @@ static void count_two(struct caml_memprof_points_pair *m, header_t *p0, header_t
  * waiting on the loads, and one update of the counter serves them all
  * instead of updates of the same counter in a row, each waiting for
  * the one before. Segments left over are counted two by two. */
-static void count_segments(struct caml_memprof_points_pair *m,
+static void count_segments(pair *m,
                            header_t **pp, header_t **ee, int n)
 {
   header_t *p[SEGS], *e[SEGS];
@@ -340,14 +344,14 @@ static void count_segments(struct caml_memprof_points_pair *m,
             for (int i = 0; i < SEGS; i++) more &= *p[i] == h[0];
           }
         } while (more);
-        struct caml_memprof_points_pair *c = &m[Reserved_hd(h[0])];
+        pair *c = &m[Reserved_hd(h[0])];
         c->blocks += SEGS * k;
         c->words += SEGS * k * wh;
       } else {
 #pragma GCC unroll 16
         for (int i = 0; i < SEGS; i++) {
           uintnat wh = Whsize_hd(h[i]);
-          struct caml_memprof_points_pair *c = &m[Reserved_hd(h[i])];
+          pair *c = &m[Reserved_hd(h[i])];
           c->blocks++;
           c->words += wh;
           p[i] += wh;
@@ -355,7 +359,8 @@ static void count_segments(struct caml_memprof_points_pair *m,
       }
     }
   }
-  for (int i = 0; i + 1 < SEGS; i += 2) count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
+  for (int i = 0; i + 1 < SEGS; i += 2)
+    count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
 }
 
 /* Count [low, walked), with the domain's boundaries, and forget them. */
@@ -441,12 +446,11 @@ bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
   return refresh_limit(d);
 }
 
-/* caml_alloc_small_dispatch, last thing: what ran in between (actions,
- * memprof's callbacks) may have allocated past the trigger, and the
- * allocation made again was not checked against it. */
-void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize)
+/* caml_memprof_points_after_alloc, when the allocation made again lies
+ * below the trigger. */
+void caml_memprof_points_after_alloc_below(caml_domain_state *d,
+                                           uintnat whsize)
 {
-  if (d->young_ptr >= caml_memprof_points_trigger(d)) return;
   at_boundary(d, d->young_ptr + whsize);
   (void)refresh_limit(d);
 }
@@ -459,14 +463,14 @@ void caml_memprof_points_count_minor(caml_domain_state *d)
 
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 {
-  struct caml_memprof_points_pair *c = &counts_of(d)->major[Reserved_hd(hd)];
+  pair *c = &counts_of(d)->major[Reserved_hd(hd)];
   c->blocks++;
   c->words += Whsize_hd(hd);
 }
 
 void caml_memprof_points_count_live(header_t hd)
 {
-  struct caml_memprof_points_pair *c = &live[Reserved_hd(hd)];
+  pair *c = &live[Reserved_hd(hd)];
   c->blocks++;
   c->words += Whsize_hd(hd);
 }
@@ -476,7 +480,7 @@ void caml_memprof_points_live_begin(void)
   if (!caml_memprof_points_on) return;
   live_missing = NULL;
   memset(live, 0, next_id * sizeof *live);
-  live[CAML_POINT_UNREGISTERED] = (struct caml_memprof_points_pair){ 0, 0 };
+  live[CAML_POINT_UNREGISTERED] = (pair){ 0, 0 };
   caml_memprof_points_live_on = true;
 }
 
@@ -491,13 +495,13 @@ void caml_memprof_points_live_end(const char *missing)
 enum { MINOR, MAJOR, PROMOTED, LIVE, KINDS };
 
 /* The sums over domains for `id`; false when all are zero. */
-static bool sum_id(uintnat id, struct caml_memprof_points_pair out[KINDS])
+static bool sum_id(uintnat id, pair out[KINDS])
 {
   memset(out, 0, KINDS * sizeof *out);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     const struct domain_counts *c = &per_domain[i];
     if (c->minor == NULL) continue;
-    const struct caml_memprof_points_pair *src[3] = { c->minor, c->major, c->promoted };
+    const pair *src[3] = { c->minor, c->major, c->promoted };
     for (int k = 0; k < 3; k++) {
       out[k].blocks += src[k][id].blocks;
       out[k].words += src[k][id].words;
@@ -508,7 +512,7 @@ static bool sum_id(uintnat id, struct caml_memprof_points_pair out[KINDS])
   return false;
 }
 
-static void render_counts(struct caml_memprof_buf *b, const struct caml_memprof_points_pair c[KINDS])
+static void render_counts(struct caml_memprof_buf *b, const pair c[KINDS])
 {
   int kinds = live_missing == NULL ? KINDS : LIVE;
   for (int k = 0; k < kinds; k++) {
@@ -521,13 +525,46 @@ static void render_counts(struct caml_memprof_buf *b, const struct caml_memprof_
   else caml_memprof_buf_lit(b, ",null,null]");
 }
 
-/* One field of a table entry: up to the next tab or NUL. */
-static const char *field(const char *s, const char **end)
+/* A table entry "file\tfn line,start,end" (selectgen.ml): the file up
+ * to the first tab, the function up to the last space, then the three
+ * numbers in decimal. An entry of another shape (a unit compiled for
+ * another layout) keeps its text as the function, at "0,0,0". Returns
+ * the next entry. */
+struct entry { const char *file, *fn, *nums; size_t file_len, fn_len; };
+
+static bool are_numbers(const char *s)
 {
-  const char *e = s;
-  while (*e != '\t' && *e != '\0') e++;
-  *end = e;
-  return s;
+  int commas = 0;
+  if (*s == '\0') return false;
+  for (; *s != '\0'; s++) {
+    if (*s == ',') {
+      if (++commas > 2 || s[1] == ',' || s[1] == '\0') return false;
+    } else if (*s < '0' || *s > '9') {
+      return false;
+    }
+  }
+  return commas == 2;
+}
+
+static const char *entry_at(const char *e, struct entry *out)
+{
+  size_t len = strlen(e);
+  const char *tab = memchr(e, '\t', len);
+  const char *space = tab == NULL ? NULL : strrchr(tab, ' ');
+  if (space != NULL && are_numbers(space + 1)) {
+    out->file = e;
+    out->file_len = tab - e;
+    out->fn = tab + 1;
+    out->fn_len = space - (tab + 1);
+    out->nums = space + 1;
+  } else {
+    out->file = "";
+    out->file_len = 0;
+    out->fn = e;
+    out->fn_len = len;
+    out->nums = "0,0,0";
+  }
+  return e + len + 1;
 }
 
 static bool render_points(struct caml_memprof_buf *b)
@@ -538,7 +575,7 @@ static bool render_points(struct caml_memprof_buf *b)
     { CAML_POINT_DUP, "(Obj.dup)" },
     { CAML_POINT_UNREGISTERED, "(unregistered)" },
   };
-  struct caml_memprof_points_pair c[KINDS];
+  pair c[KINDS];
   bool first = true;
   for (size_t i = 0; i < sizeof pseudo / sizeof pseudo[0]; i++) {
     if (!sum_id(pseudo[i].id, c)) continue;
@@ -551,28 +588,18 @@ static bool render_points(struct caml_memprof_buf *b)
   for (size_t t = 0; t < ntables; t++) {
     const char *e = table_entries(tables[t].t);
     for (uintnat i = 0; i < tables[t].t->count; i++) {
-      const char *file_end, *line_end, *start_end, *stop_end;
-      const char *file = field(e, &file_end);
-      const char *line = field(file_end + 1, &line_end);
-      const char *start = field(line_end + 1, &start_end);
-      const char *stop = field(start_end + 1, &stop_end);
-      const char *fn = stop_end + 1;
-      size_t fn_len = strlen(fn);
-      e = fn + fn_len + 1;
+      struct entry en;
+      e = entry_at(e, &en);
       if (!sum_id(tables[t].first + i, c)) continue;
       if (!first) caml_memprof_buf_lit(b, ",");
       caml_memprof_buf_lit(b, "\n[");
       first = false;
-      caml_memprof_buf_json_string_n(b, file, file_end - file);
-      /* line, start and stop: decimal digits, as the compiler wrote them */
+      caml_memprof_buf_json_string_n(b, en.file, en.file_len);
+      /* line,start,end: digits and commas, as JSON wants them */
       caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_add(b, line, line_end - line);
+      caml_memprof_buf_add(b, en.nums, strlen(en.nums));
       caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_add(b, start, start_end - start);
-      caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_add(b, stop, stop_end - stop);
-      caml_memprof_buf_lit(b, ",");
-      caml_memprof_buf_json_string_n(b, fn, fn_len);
+      caml_memprof_buf_json_string_n(b, en.fn, en.fn_len);
       render_counts(b, c);
     }
   }
@@ -606,7 +633,8 @@ void caml_memprof_points_count_minor(caml_domain_state *d) { (void)d; }
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d) { (void)d; }
 bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
 { (void)d; (void)whsize; return false; }
-void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize)
+void caml_memprof_points_after_alloc_below(caml_domain_state *d,
+                                           uintnat whsize)
 { (void)d; (void)whsize; }
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 { (void)d; (void)hd; }

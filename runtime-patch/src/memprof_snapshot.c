@@ -554,6 +554,9 @@ static struct caml_memprof_snapshot no_memory = {
 static struct caml_memprof_snapshot live_by_gc = {
   .not_taken = "live=gc: major cycles judge liveness, no walk"
 };
+static struct caml_memprof_snapshot live_off = {
+  .not_taken = "live=off: no walk at exit"
+};
 
 static void free_tables(struct caml_memprof_snapshot *s)
 {
@@ -572,7 +575,8 @@ static void free_tables(struct caml_memprof_snapshot *s)
 struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
 {
   *judged = false;
-  if (caml_memprof_env()->live_by_gc) return &live_by_gc;
+  if (caml_memprof_env()->live == CAML_MEMPROF_LIVE_GC) return &live_by_gc;
+  if (caml_memprof_env()->live == CAML_MEMPROF_LIVE_OFF) return &live_off;
   if (!caml_domain_alone()
       || atomic_load_relaxed(&caml_memprof_ephemerons_created)) {
     return &not_possible;
@@ -601,7 +605,7 @@ struct caml_memprof_snapshot *caml_memprof_snapshot_judge(bool *judged)
 void caml_memprof_snapshot_free(struct caml_memprof_snapshot *s)
 {
   if (s == NULL || s == &not_possible || s == &no_memory
-      || s == &live_by_gc) {
+      || s == &live_by_gc || s == &live_off) {
     return;
   }
   free_tables(s);

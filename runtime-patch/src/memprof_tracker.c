@@ -1203,20 +1203,30 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
    * cycle ends suffice: the one in progress, which may still have
    * marked a block that died since, and one whose marking starts after
    * now and finds exactly the reachable blocks. gc_full_major_res runs
-   * a third cycle only to sweep. */
+   * a third cycle only to sweep. With live=off nothing decides: the
+   * blocks not collected yet count as live, and no collection counts
+   * the allocation points of this domain's young blocks, so they are
+   * counted where they lie. */
+  enum caml_memprof_live live = caml_memprof_env()->live;
   struct caml_memprof_snapshot *snapshot = NULL;
   bool judged = false;
   if (caml_memprof_env()->snapshot_at_exit || snapshot_child_out != NULL) {
     snapshot = caml_memprof_snapshot_judge(&judged);  /* memprof_snapshot.c */
   }
-  if (caml_memprof_env()->live_by_gc
-      || (!judged && !(judged = caml_memprof_judge_by_reachability()))) {
+  if (live == CAML_MEMPROF_LIVE_GC
+      || (live == CAML_MEMPROF_LIVE_WALK && !judged
+          && !(judged = caml_memprof_judge_by_reachability()))) {
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
   }
+  if (live == CAML_MEMPROF_LIVE_OFF && caml_memprof_points_on) {
+    caml_memprof_points_count_minor(Caml_state);
+  }
   caml_memprof_points_live_end(
-    judged ? NULL : caml_memprof_env()->live_by_gc
+    judged ? NULL
+    : live == CAML_MEMPROF_LIVE_GC
     ? "live=gc: major cycles judge liveness, no walk"
+    : live == CAML_MEMPROF_LIVE_OFF ? "live=off: liveness not decided"
     : "no walk of the heap at exit: another domain was running, an "
       "ephemeron was created, or the walk ran out of memory");
 

@@ -121,6 +121,14 @@ def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None,
     return read_profile(raw), raw, res
 
 
+def same_but_live_mode(walk: bytes, gc: bytes) -> bool:
+    """Whether the profiles of live=walk and live=gc are byte-identical
+    apart from the mode their config names."""
+    w, g = b'"live":"walk"', b'"live":"gc"'
+    assert walk.count(w) == 1 and gc.count(g) == 1
+    return walk == gc.replace(g, w)
+
+
 _validator = None
 
 

@@ -52,7 +52,7 @@ BAD = [
     ("out", "p\x7f.json"),
     ("trace", ""), ("trace", "t%q.ctf"), ("trace", "t%"), ("trace", "a.ctf "),
     ("trace", "t\x1b.ctf"),
-    ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"),
+    ("live", ""), ("live", "yes"), ("live", "GC"), ("live", " gc"), ("live", "gc\n"), ("live", "OFF"), ("live", "none"),
     ("stacks", ""), ("stacks", "Site"), ("stacks", "sites"), ("stacks", "site "),
     ("stacks", "1"), ("stacks", "full\x1b"),
     ("stackmem", ""), ("stackmem", "k"), ("stackmem", "512K"), ("stackmem", "512kB"),

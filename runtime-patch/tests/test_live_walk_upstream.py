@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from runtime_testlib import ROOT, run
+from runtime_testlib import ROOT, run, same_but_live_mode
 
 TREE = ROOT / "_build" / "ocaml-src" / "testsuite" / "tests"
 
@@ -50,4 +50,4 @@ def test_walk_and_gc_agree_on_upstream_program(runtime_bin, tmp_path, program):
     totals = json.loads(profiles["walk"])["totals"]
     assert totals["live_samples"] > 0 and totals["collected_samples"] > 0, \
         "a program whose blocks are all live or all dead tests nothing here"
-    assert profiles["walk"] == profiles["gc"]
+    assert same_but_live_mode(profiles["walk"], profiles["gc"])

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from runtime_testlib import PROGRAMS, profile, run
+from runtime_testlib import PROGRAMS, profile, read_profile, run
 
 N, K, M = 3000, 2000, 11
 RUNPARAMS = ("s=32k", "s=4M")
@@ -177,6 +177,31 @@ def test_a_plugin_loaded_by_natdynlink_has_points_of_its_own(runtime_bin, tmp_pa
                       if f == f"{name}.ml" and ln == line)
         assert pair == [[n, 3 * n], [n, 3 * n]], (name, pair)    # the pair, its cell
     assert ("", 0, "(unregistered)", 0) not in pts
+
+
+def test_a_forked_child_counts_its_own_chunks(build, tmp_path):
+    """A forked child goes on with the counts and the chunk boundaries it
+    inherited: parent and child each count every pair at its point once,
+    and their minor words add up to their GC's."""
+    n = 200_000
+    exe = build("points_fork", threads=True)
+    src = (PROGRAMS / "points_fork.ml").read_text()
+    lines = {name: line_of(src, f"let[@inline never] {name} i") for name in
+             ("before", "in_child", "after")}
+    res = run(exe, n, memprof=f"rate=1e-4,seed=1,points=on,out={tmp_path}/p.%p.json",
+              runparam="s=32k", timeout=120)
+    child = int(res.stdout)
+    profiles = {"child" if f.name == f"p.{child}.json" else "parent": read_profile(f.read_bytes())
+                for f in tmp_path.glob("p.*.json")}
+    assert set(profiles) == {"parent", "child"}
+    expected = {"parent": {"before": n, "in_child": 0, "after": n},
+                "child": {"before": n, "in_child": n, "after": 0}}
+    for side, prof in profiles.items():
+        assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"], side
+        got = {name: sum(c[0] for (f, ln, _, _), c in points(prof).items()
+                         if f == "points_fork.ml" and ln == line)
+               for name, line in lines.items()}
+        assert got == expected[side], side
 
 
 def test_domains_and_systhreads_with_reused_slots_count_every_block_once(build, tmp_path):

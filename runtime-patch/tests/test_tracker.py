@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from runtime_testlib import ROOT, binomial_bound_ok, profile, read_profile, run, site_totals
+from runtime_testlib import (ROOT, binomial_bound_ok, profile, read_profile, run,
+                             same_but_live_mode, site_totals)
 
 COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
           "marshal_samples", "custom_samples", "promoted_samples",
@@ -259,6 +260,40 @@ def test_live_at_exit_follows_every_kind_of_reference(build, tmp_path, backend, 
     assert cycles == 0 if live != "gc" else cycles >= 2
 
 
+@pytest.mark.parametrize("backend", ["native", "bytecode"])
+def test_live_off_decides_nothing_at_exit(build, tmp_path, backend):
+    """live=off neither walks nor collects at exit: with a minor heap
+    that no collection empties (s=4M), every sampled block of reach.ml,
+    reachable or dropped, is still uncollected and counts as live, where
+    the walk finds the dropped sites dead; the points' live counts and
+    the snapshot say why they are missing; config.live names the mode."""
+    exe = build("reach", backend=backend, threads=True)
+    sites = [f"Reach.{k}" for k in REACH_KEPT + REACH_DROPPED]
+    decided = {}
+    for live in ("walk", "off"):
+        prof, _, res = profile(exe, rate=1e-2, live=live, tmp=tmp_path,
+                               name=f"{live}.json", runparam="s=4M,v=0x800",
+                               points="on" if backend == "native" else None)
+        check_valid(prof)
+        assert prof["config"]["live"] == live
+        assert gc_cycles_after_exit_begins(res) == 0
+        samples, live_samples = site_totals(prof), site_totals(prof, "live_samples")
+        assert all(samples[fn] > 0 for fn in sites)
+        decided[live] = {fn: live_samples[fn] == samples[fn] for fn in sites}
+        if backend == "native":
+            assert (prof["points"]["live"] is True) == (live == "walk")
+            # Every young block counted at its point, with no collection.
+            assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    assert decided["walk"] == {f"Reach.{k}": k in REACH_KEPT for k in REACH_KEPT + REACH_DROPPED}
+    assert all(decided["off"].values())
+    assert prof["totals"]["collected_samples"] == 0
+    if backend == "native":
+        assert prof["points"]["live"] == "live=off: liveness not decided"
+    snap, _, _ = profile(exe, rate=1e-2, live="off", snapshot="exit", tmp=tmp_path,
+                         name="snap.json")
+    assert snap["snapshot"] == {"at": "exit", "taken": False, "reason": "live=off: no walk at exit"}
+
+
 def test_ephemerons_leave_live_at_exit_to_the_gc(build, tmp_path):
     """The walk does not model ephemerons: once one exists the tracker
     falls back on major cycles, and the data of an ephemeron whose key
@@ -280,7 +315,7 @@ def test_live_walk_and_gc_cycles_give_identical_profiles(build, tmp_path, progra
     exe = build(program)
     _, walk, _ = profile(exe, *args, rate=1e-2, live="walk", tmp=tmp_path, name="walk.json")
     _, gc, _ = profile(exe, *args, rate=1e-2, live="gc", tmp=tmp_path, name="gc.json")
-    assert walk == gc
+    assert same_but_live_mode(walk, gc)
 
 
 def test_same_seed_byte_identical(build, tmp_path):

@@ -32,6 +32,12 @@
 #define CAML_MEMPROF_ENV_ECHO_MAX 256
 #define CAML_MEMPROF_ENV_MSG_SIZE 1024
 
+/* live=: walk (the default) decides live at exit by a walk of what the
+ * roots reach, gc by two major cycles, off not at all. */
+enum caml_memprof_live {
+  CAML_MEMPROF_LIVE_WALK, CAML_MEMPROF_LIVE_GC, CAML_MEMPROF_LIVE_OFF
+};
+
 struct caml_memprof_env {
   bool seeded;          /* seed= given */
   uint64_t seed;
@@ -41,7 +47,7 @@ struct caml_memprof_env {
   const char *out;      /* output path template, %p = pid, %% = %;
                            NULL when trace= is given without out= */
   const char *trace;    /* CTF trace path template, or NULL */
-  bool live_by_gc;      /* live=gc: major cycles decide live at exit */
+  enum caml_memprof_live live; /* how live at exit is decided (live=) */
   bool points;          /* points=on: exact counts per allocation point */
   bool stacks_at_site;  /* stacks=site: each callstack is cut after its
                            innermost slot outside the standard library */

@@ -66,11 +66,6 @@ void caml_memprof_points_count_minor(caml_domain_state *d);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
 void caml_memprof_points_count_live(header_t hd);
 
-Caml_inline void caml_memprof_points_minor_walk(caml_domain_state *d)
-{
-  if (caml_memprof_points_on) caml_memprof_points_count_minor(d);
-}
-
 /* Counts of one allocation point, in a domain's counters. */
 struct caml_memprof_points_pair { uint64_t blocks, words; };
 
@@ -141,7 +136,20 @@ uintnat caml_young_limit_of_triggers(caml_domain_state *d);
 
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d);
 _Bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize);
-void caml_memprof_points_after_alloc(caml_domain_state *d, uintnat whsize);
+void caml_memprof_points_after_alloc_below(caml_domain_state *d,
+                                           uintnat whsize);
+
+/* caml_alloc_small_dispatch, last thing: what ran in between (actions,
+ * memprof's callbacks) may have allocated past the trigger, and the
+ * allocation made again was not checked against it. Inline, so that
+ * the dispatcher's usual path pays a comparison (a NULL trigger, when
+ * no points are counted, is never above young_ptr). */
+Caml_inline void caml_memprof_points_after_alloc(caml_domain_state *d,
+                                                 uintnat whsize)
+{
+  if (d->young_ptr < caml_memprof_points_trigger(d))
+    caml_memprof_points_after_alloc_below(d, whsize);
+}
 
 /* A walk of reachability at exit begins: live counts start from zero.
  * `end`: the exit's judgment is over; `missing` is NULL when a walk
