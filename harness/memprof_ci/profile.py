@@ -53,8 +53,9 @@ PEAK_EVENTS = "events"
 STACKS_MODES = ("full", "site")
 # config.live: how the runtime told live blocks at exit from dead ones
 # (OCAMLMEMPROF live=; absent: walk).  With "off" it did not, and
-# live_samples counts the blocks not yet collected: such profiles are
-# refused, since every check that reads them takes live_samples as live.
+# live_samples counts the blocks not yet collected: the checks, which
+# take live_samples as live, refuse such profiles; the viewer shows them
+# as what they are.
 LIVE_MODES = ("walk", "gc")
 LIVE_UNDECIDED = "off"
 FRAME_KEYS = ("file", "line", "col_start", "col_end", "function", "inlined")
@@ -79,6 +80,8 @@ class Profile:
     snapshot: dict | None = field(default=None, repr=False)
     # Version 5: points.parse_points's result (exact counts per point).
     points: points.Points | None = field(default=None, repr=False)
+    # config.live: "walk" or "gc", or "off" (LIVE_UNDECIDED) for the viewer.
+    live_mode: str = "walk"
 
 
 _is_count = validate.is_count
@@ -122,7 +125,7 @@ def _malformed(path: str):
     return bad
 
 
-def _check_header(doc, path: str, bad) -> tuple:
+def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
     """Format, version, keys, run description and config; (version, cfg)."""
     if not isinstance(doc, dict):
         raise bad("top level is not an object")
@@ -171,11 +174,11 @@ def _check_header(doc, path: str, bad) -> tuple:
         raise bad(f"config.stacks {mdsafe.printable(repr(cfg['stacks'])[:100])} is neither "
                   f"full nor site")
     live = cfg.get("live", "walk")
-    if live == LIVE_UNDECIDED:
+    if live == LIVE_UNDECIDED and not undecided_live:
         raise InputError(f"{path}: profile made with OCAMLMEMPROF live=off: its live_samples "
                          f"count blocks not yet collected, not blocks live at exit; the live "
                          f"check cannot judge it; run without live=off")
-    if live not in LIVE_MODES:
+    if live not in LIVE_MODES and live != LIVE_UNDECIDED:
         raise bad(f"config.live {mdsafe.printable(repr(live)[:100])} is neither walk, gc "
                   f"nor off")
     return version, cfg
@@ -221,13 +224,15 @@ def _check_stacks(stacks, totals, path: str, bad) -> None:
         raise bad("totals do not equal the sum over stacks (truncated file?)")
 
 
-def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
+def parse_profile(doc, path: str, check_stacks: bool = True,
+                  undecided_live: bool = False) -> Profile:
     """Validate a decoded profile.  With check_stacks=False the caller takes
     over validation of the stacks with this module's stack_counts,
     check_frames and explain_bad_stack (sites.group_stacks does, in the pass
-    that groups them); the header is always checked here."""
+    that groups them); the header is always checked here.  A profile of
+    live=off is refused unless `undecided_live` (the viewer)."""
     bad = _malformed(path)
-    version, cfg = _check_header(doc, path, bad)
+    version, cfg = _check_header(doc, path, bad, undecided_live)
     gc_out = _check_gc(doc["gc"], bad)
     _check_counts(doc["totals"], "totals", bad)
     stacks = doc["stacks"]
@@ -252,7 +257,7 @@ def parse_profile(doc, path: str, check_stacks: bool = True) -> Profile:
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
                    gc=gc_out, totals=doc["totals"], stacks=stacks,
                    stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"),
-                   snapshot=snap, points=pts)
+                   snapshot=snap, points=pts, live_mode=cfg.get("live", "walk"))
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

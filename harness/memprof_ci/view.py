@@ -50,12 +50,16 @@ from . import ctf, mdsafe, validate
 from .ctf_profile import parse_ctf
 from .errors import InputError
 from .fmt import fmt_bytes, fmt_words
-from .profile import FORMAT as PROFILE_FORMAT, WORD_BYTES, Profile, parse_profile
+from .profile import (FORMAT as PROFILE_FORMAT, LIVE_UNDECIDED, WORD_BYTES, Profile,
+                      parse_profile)
 from .sitekey import site_label
 from .sites import UNKNOWN, aggregate, classify, retainers_by_site
 from .stackgraph import stacks_entry
 
 MAX_SITES = 100
+# The live column of a profile whose runtime told no live block from a
+# dead one (OCAMLMEMPROF live=off): the sampled blocks not yet collected.
+UNDECIDED_LIVE = "not collected by exit (live=off)"
 TIMELINE_BINS = 400
 # Upper edges of the lifetime bins, in microseconds (the last bin is open).
 LIFETIME_EDGES_US = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
@@ -249,6 +253,7 @@ def _run_view(p: Profile, path: str, kind: str) -> View:
     facts.append(("allocated", _words(_est(t["samples"], p.rate))
                   + f", {t['blocks']} sampled blocks, {t['samples']} samples"))
     live_what = ("live at end of trace" if kind == "trace" else
+                 UNDECIDED_LIVE if p.live_mode == LIVE_UNDECIDED else
                  "live at exit" if p.snapshot is None or p.snapshot["at"] == "exit"
                  else "live at the snapshot")
     facts.append((live_what, _words(_est(t["live_samples"], p.rate))))
@@ -347,7 +352,7 @@ def _snapshot_fact(snap: dict, shown: int) -> str:
 
 
 def _profile_view(doc, path: str) -> View:
-    p = parse_profile(doc, path)
+    p = parse_profile(doc, path, undecided_live=True)
     v = _run_view(p, path, "profile")
     if p.snapshot is not None:
         v.moment = "at exit" if p.snapshot["at"] == "exit" else "at the snapshot"

@@ -296,6 +296,19 @@ def test_sites_are_the_harness_sites_heaviest_first(tmp_path):
     assert v.total_words == pytest.approx(1053 / 1e-3) and v.rest == (0, 0.0)
 
 
+def test_a_profile_of_live_off_shows_what_was_not_collected(tmp_path):
+    """A profile of OCAMLMEMPROF live=off, which the checks refuse, is
+    viewed with its live column named for what it counts."""
+    doc = to_version3(make_profile([([("A.f", "a.ml", 3)], 10, 4)]))
+    doc["config"]["live"] = "off"
+    path = write_json(tmp_path / "p.json", doc)
+    v = view.load_view(str(path))
+    assert v.live_what == "not collected by exit (live=off)"
+    assert "not collected by exit (live=off)" in dict(v.facts)
+    page = render(path, tmp_path / "p.html").read_text()
+    assert "not collected by exit (live=off)" in page and "live at exit" not in page
+
+
 def test_the_kind_is_read_from_the_content_not_the_name(tmp_path):
     trace = tmp_path / "trace.json"
     shutil.copy(MEMTRACE, trace)
