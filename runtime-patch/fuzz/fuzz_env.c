@@ -92,9 +92,7 @@ static char *canonical(const struct caml_memprof_env *env)
   if (env->tracking) {
     n += snprintf(s + n, cap - n, "rate=%.17g,frames=%d,live=%s,stacks=%s,"
                   "stackmem=%llu,",
-                  env->rate, env->frames,
-                  env->live == CAML_MEMPROF_LIVE_GC ? "gc"
-                  : env->live == CAML_MEMPROF_LIVE_OFF ? "off" : "walk",
+                  env->rate, env->frames, caml_memprof_live_names[env->live],
                   env->stacks_at_site ? "site" : "full",
                   (unsigned long long)env->stackmem);
     if (any_snapshot(env)) {

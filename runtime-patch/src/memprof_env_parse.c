@@ -299,12 +299,13 @@ static bool parse_choice(struct msg *m, const char *key, const char *val,
   return true;
 }
 
+const char *const caml_memprof_live_names[3] = { "walk", "gc", "off" };
+
 static bool parse_live(struct msg *m, const char *val,
                        struct caml_memprof_env *env)
 {
-  static const char *const names[] = { "walk", "gc", "off" };
   for (int i = 0; i < 3; i++) {
-    if (strcmp(val, names[i]) == 0) {
+    if (strcmp(val, caml_memprof_live_names[i]) == 0) {
       env->live = (enum caml_memprof_live)i;
       return true;
     }

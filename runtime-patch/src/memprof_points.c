@@ -525,46 +525,22 @@ static void render_counts(struct caml_memprof_buf *b, const pair c[KINDS])
   else caml_memprof_buf_lit(b, ",null,null]");
 }
 
-/* A table entry "file\tfn line,start,end" (selectgen.ml): the file up
- * to the first tab, the function up to the last space, then the three
- * numbers in decimal. An entry of another shape (a unit compiled for
- * another layout) keeps its text as the function, at "0,0,0". Returns
- * the next entry. */
+/* A table entry "file\tfn line,start,end", as the compiler of the same
+ * patch writes it (selectgen.ml): the file up to the first tab, the
+ * function up to the last space, then the three numbers in decimal.
+ * Returns the next entry. */
 struct entry { const char *file, *fn, *nums; size_t file_len, fn_len; };
-
-static bool are_numbers(const char *s)
-{
-  int commas = 0;
-  if (*s == '\0') return false;
-  for (; *s != '\0'; s++) {
-    if (*s == ',') {
-      if (++commas > 2 || s[1] == ',' || s[1] == '\0') return false;
-    } else if (*s < '0' || *s > '9') {
-      return false;
-    }
-  }
-  return commas == 2;
-}
 
 static const char *entry_at(const char *e, struct entry *out)
 {
-  size_t len = strlen(e);
-  const char *tab = memchr(e, '\t', len);
-  const char *space = tab == NULL ? NULL : strrchr(tab, ' ');
-  if (space != NULL && are_numbers(space + 1)) {
-    out->file = e;
-    out->file_len = tab - e;
-    out->fn = tab + 1;
-    out->fn_len = space - (tab + 1);
-    out->nums = space + 1;
-  } else {
-    out->file = "";
-    out->file_len = 0;
-    out->fn = e;
-    out->fn_len = len;
-    out->nums = "0,0,0";
-  }
-  return e + len + 1;
+  const char *tab = strchr(e, '\t');
+  const char *space = strrchr(tab, ' ');
+  out->file = e;
+  out->file_len = tab - e;
+  out->fn = tab + 1;
+  out->fn_len = space - (tab + 1);
+  out->nums = space + 1;
+  return space + strlen(space) + 1;
 }
 
 static bool render_points(struct caml_memprof_buf *b)

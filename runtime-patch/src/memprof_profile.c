@@ -583,8 +583,8 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   else caml_memprof_buf_printf(b, ",\"stackmem\":%llu",
                                (unsigned long long)env->stackmem);
 #endif
-  static const char *const live[] = { "walk", "gc", "off" };
-  caml_memprof_buf_printf(b, ",\"live\":\"%s\"", live[env->live]);
+  caml_memprof_buf_printf(b, ",\"live\":\"%s\"",
+                          caml_memprof_live_names[env->live]);
   caml_memprof_buf_lit(b, ",\"peak\":\"events\"},\n");
   caml_memprof_buf_lit(b, "\"gc\":{");
   caml_memprof_buf_field(b, true, "minor_words", g->minor_words);

@@ -37,6 +37,8 @@
 enum caml_memprof_live {
   CAML_MEMPROF_LIVE_WALK, CAML_MEMPROF_LIVE_GC, CAML_MEMPROF_LIVE_OFF
 };
+/* Their names, as live= takes them and the profile's config gives them. */
+extern const char *const caml_memprof_live_names[3];
 
 struct caml_memprof_env {
   bool seeded;          /* seed= given */
