@@ -75,11 +75,15 @@ struct caml_memprof_points_pair { uint64_t blocks, words; };
 extern struct caml_memprof_points_pair *caml_memprof_points_promoted_counts[];
 
 /* In oldify, inline: a promotion is counted on the collection's hot
- * path. */
+ * path. The site and size are read from the major copy, whose header
+ * carries the young block's reserved bits and size: oldify then keeps
+ * no young header alive across its calls, which would cost it spills
+ * with points off. */
 Caml_inline void caml_memprof_points_promoted(caml_domain_state *d,
-                                              header_t hd)
+                                              value copy)
 {
   if (caml_memprof_points_on) {
+    header_t hd = Hd_val(copy);
     struct caml_memprof_points_pair *c =
       &caml_memprof_points_promoted_counts[d->id][Reserved_hd(hd)];
     c->blocks++;
