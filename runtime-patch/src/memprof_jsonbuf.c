@@ -91,16 +91,20 @@ void caml_memprof_buf_json_string_n(struct caml_memprof_buf *b,
                                     const char *s, size_t n)
 {
   caml_memprof_buf_lit(b, "\"");
-  const unsigned char *end = (const unsigned char *)s + n;
-  for (const unsigned char *p = (const unsigned char *)s; p < end; p++) {
-    if (*p == '"' || *p == '\\') {
-      char esc[2] = { '\\', (char)*p };
+  const unsigned char *p = (const unsigned char *)s, *end = p + n;
+  for (;;) {
+    /* The bytes up to the next one that needs escaping, at once. */
+    const unsigned char *q = p;
+    while (q < end && *q != '"' && *q != '\\' && *q >= 0x20) q++;
+    if (q > p) caml_memprof_buf_add(b, (const char *)p, q - p);
+    if (q == end) break;
+    if (*q == '"' || *q == '\\') {
+      char esc[2] = { '\\', (char)*q };
       caml_memprof_buf_add(b, esc, 2);
-    } else if (*p < 0x20) {
-      caml_memprof_buf_printf(b, "\\u%04x", *p);
     } else {
-      caml_memprof_buf_add(b, (const char *)p, 1);
+      caml_memprof_buf_printf(b, "\\u%04x", *q);
     }
+    p = q + 1;
   }
   caml_memprof_buf_lit(b, "\"");
 }

@@ -31,7 +31,9 @@
  *    domain in the same slot adds to the same arrays. Nothing is
  *    allocated on the OCaml heap and no collection is moved.
  *    - Minor: each block allocated in the minor heap, by a walk of its
- *      header (design 4).
+ *      header (design 4), into one packed word per id that the domain
+ *      adds to its pairs now and then (`settle`, at `struct
+ *      domain_counts`).
  *    - Major: caml_alloc_shr and its variants, and unmarshalling's own
  *      major allocation.
  *    - Promoted: in oldify, by the domain whose update of the young
@@ -172,7 +174,24 @@ static bool exhausted = false;
 /* A point's counts (memprof_points.h). */
 typedef struct caml_memprof_points_pair pair;
 
-struct domain_counts { pair *minor, *major, *promoted; };
+/* A domain's minor counts are packed, one word per id, so that the
+ * walk updates one word per block: it adds PACK_ONE + wosize, the
+ * blocks above PACK_SHIFT and the sum of their fields below. Each block
+ * has a header and a field at least, so both sums stay in their bits
+ * while the words of the minor heaps cycled through since they were
+ * last added to `minor` are below 2^32. The domain adds them
+ * (`settle`) at the start of a cycle that would take those words past
+ * PACK_ROOM, or at every cycle if its minor heap is larger (up to
+ * 2^32 - 2 words, 32 GiB). */
+#define PACK_SHIFT 33
+#define PACK_ONE ((uint64_t)1 << PACK_SHIFT)
+#define PACK_ROOM ((uint64_t)1 << 26)
+
+struct domain_counts {
+  pair *minor, *major, *promoted;
+  uint64_t *packed;
+  uint64_t packed_words;     /* minor heap words since the last settling */
+};
 static struct domain_counts per_domain[Max_domains_max];
 static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
 static pair *live = NULL;
@@ -186,14 +205,16 @@ struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
 pair *
   caml_memprof_points_promoted_counts[Max_domains_max];
 
-static pair *id_array(void)
+static void *id_map(size_t entry)
 {
-  void *p = mmap(NULL, N_IDS * sizeof(pair), PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, N_IDS * entry, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) caml_fatal_error("memprof-ci: out of memory for the "
                                         "allocation points' counters");
   return p;
 }
+
+static pair *id_array(void) { return id_map(sizeof(pair)); }
 
 /* The domain's arrays, created by its first count of any kind. Only the
  * domain itself counts into them (a block it promotes from another
@@ -206,6 +227,7 @@ static struct domain_counts *counts_of(caml_domain_state *d)
     c->major = id_array();
     c->promoted = id_array();
     c->minor = id_array();
+    c->packed = id_map(sizeof(uint64_t));
     caml_memprof_points_promoted_counts[d->id] = c->promoted;
     int used = atomic_load(&slots_used);
     while (used <= d->id
@@ -263,104 +285,87 @@ void caml_memprof_points_start(void)
 
 /**** The minor heap, chunk by chunk (design 4) ****/
 
-/* One block at *p: counted, and p moved past it. */
-#define COUNT_STEP(m, p) do {                                           \
-    header_t hd_ = *(p);                                                \
-    uintnat wh_ = Whsize_hd(hd_);                                       \
-    pair *c_ = &(m)[Reserved_hd(hd_)];                                  \
-    c_->blocks++;                                                       \
-    c_->words += wh_;                                                   \
-    (p) += wh_;                                                         \
+/* Wosize_hd by two shifts, with no mask to keep in a register. */
+#define WOSIZE(hd) (((hd) << HEADER_RESERVED_BITS) \
+                    >> (HEADER_RESERVED_BITS + HEADER_WOSIZE_SHIFT))
+
+/* One block, of header hd at *p: counted, and p moved past it. */
+#define COUNT_STEP(m, hd, p) do {                                       \
+    uintnat wo_ = WOSIZE(hd);                                           \
+    (m)[Reserved_hd(hd)] += PACK_ONE + wo_;                             \
+    (p) += wo_ + 1;                                                     \
   } while (0)
 
 /* Count the blocks of [p, end), all headered. A run of equal headers is
  * counted at once: the next header's address then does not wait on a
  * load of the size. */
-static void count_one(pair *m, header_t *p, header_t *end)
+static void count_one(uint64_t *m, header_t *p, header_t *end)
 {
   while (p < end) {
     header_t hd = *p;
-    uintnat wh = Whsize_hd(hd);
-    header_t *q = p + wh;
+    uintnat wo = WOSIZE(hd);
+    header_t *q = p + wo + 1;
     uint64_t n = 1;
-    while (q < end && *q == hd) { n++; q += wh; }
-    pair *c = &m[Reserved_hd(hd)];
-    c->blocks += n;
-    c->words += n * wh;
+    while (q < end && *q == hd) { n++; q += wo + 1; }
+    m[Reserved_hd(hd)] += n * (PACK_ONE + wo);
     p = q;
   }
 }
 
-static void count_two(pair *m, header_t *p0, header_t *e0,
+static void count_two(uint64_t *m, header_t *p0, header_t *e0,
                       header_t *p1, header_t *e1)
 {
   while (p0 < e0 && p1 < e1) {
-    COUNT_STEP(m, p0);
-    COUNT_STEP(m, p1);
+    header_t h0 = *p0, h1 = *p1;
+    COUNT_STEP(m, h0, p0);
+    COUNT_STEP(m, h1, p1);
   }
   count_one(m, p0, e0);
   count_one(m, p1, e1);
 }
 
-#define SEGS CAML_POINTS_SEGMENTS
-
-/* Count the segments [p[i], e[i]), i < n <= SEGS, all headered, side
- * by side: the walk of one segment is a chain of loads (each header
- * gives the next one's address), and independent chains overlap. When
- * all the chains read the same header (in a long run of one kind of
- * block), they go on together while they do, their addresses no longer
- * waiting on the loads, and one update of the counter serves them all
- * instead of updates of the same counter in a row, each waiting for
- * the one before. Segments left over are counted two by two. */
-static void count_segments(pair *m,
-                           header_t **pp, header_t **ee, int n)
+/* Four segments side by side: the walk of one segment is a chain of
+ * loads (each header gives the next one's address), and independent
+ * chains overlap; four keep every pointer in a register. When all four
+ * read the same header (in a long run of one kind of block), they go
+ * on together while they do, their addresses no longer waiting on the
+ * loads, and one update of the counter serves them all instead of
+ * updates of the same counter in a row, each waiting for the one
+ * before. */
+static void count_four(uint64_t *m, header_t **p, header_t **e)
 {
-  header_t *p[SEGS], *e[SEGS];
-  for (int i = 0; i < SEGS; i++) {
-    p[i] = i < n ? pp[i] : NULL;
-    e[i] = i < n ? ee[i] : NULL;
-  }
-  if (n == SEGS) {
-    for (;;) {
-      bool more = true, same = true;
-      header_t h[SEGS];
-#pragma GCC unroll 16
-      for (int i = 0; i < SEGS; i++) more &= p[i] < e[i];
-      if (!more) break;
-#pragma GCC unroll 16
-      for (int i = 0; i < SEGS; i++) { h[i] = *p[i]; same &= h[i] == h[0]; }
-      if (same) {
-        uintnat wh = Whsize_hd(h[0]);
-        uint64_t k = 0;
-        do {
-#pragma GCC unroll 16
-          for (int i = 0; i < SEGS; i++) p[i] += wh;
-          k++;
-          more = true;
-#pragma GCC unroll 16
-          for (int i = 0; i < SEGS; i++) more &= p[i] < e[i];
-          if (more) {
-#pragma GCC unroll 16
-            for (int i = 0; i < SEGS; i++) more &= *p[i] == h[0];
-          }
-        } while (more);
-        pair *c = &m[Reserved_hd(h[0])];
-        c->blocks += SEGS * k;
-        c->words += SEGS * k * wh;
-      } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < SEGS; i++) {
-          uintnat wh = Whsize_hd(h[i]);
-          pair *c = &m[Reserved_hd(h[i])];
-          c->blocks++;
-          c->words += wh;
-          p[i] += wh;
-        }
-      }
+  header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+  header_t *e0 = e[0], *e1 = e[1], *e2 = e[2], *e3 = e[3];
+  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
+    header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
+    if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
+      uintnat wo = WOSIZE(h0);
+      uint64_t k = 0;
+      do {
+        p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
+        k++;
+      } while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3
+               && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
+      m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
+      continue;
     }
+    COUNT_STEP(m, h0, p0);
+    COUNT_STEP(m, h1, p1);
+    COUNT_STEP(m, h2, p2);
+    COUNT_STEP(m, h3, p3);
   }
-  for (int i = 0; i + 1 < SEGS; i += 2)
-    count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
+  count_two(m, p0, e0, p1, e1);
+  count_two(m, p2, e2, p3, e3);
+}
+
+/* Count the segments [p[i], e[i]), i < n, all headered: four side by
+ * side, then two, then one. */
+static void count_segments(uint64_t *m, header_t **p, header_t **e, int n)
+{
+  int i = 0;
+  for (; i + 4 <= n; i += 4) count_four(m, p + i, e + i);
+  for (; i + 2 <= n; i += 2) count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
+  if (i < n) count_one(m, p[i], e[i]);
 }
 
 /* Count [low, walked), with the domain's boundaries, and forget them. */
@@ -380,7 +385,7 @@ static void count_below_walked(caml_domain_state *d,
     p[n] = (header_t *)low;
     e[n++] = (header_t *)top;
   }
-  count_segments(counts_of(d)->minor, p, e, n);
+  count_segments(counts_of(d)->packed, p, e, n);
   y->walked = low;
   y->nbound = 0;
 }
@@ -397,13 +402,48 @@ static void set_trigger(caml_domain_state *d,
                && t > (uintnat)d->young_start ? (value *)t : NULL;
 }
 
+/* Packed counts x, unpacked into `into`. */
+static void add_packed(pair *into, uint64_t x)
+{
+  uint64_t blocks = x >> PACK_SHIFT;
+  into->blocks += blocks;
+  into->words += (x & (PACK_ONE - 1)) + blocks;
+}
+
+/* Move the packed counts of `id` to its pair; pages of ids never
+ * counted are only read. */
+static void settle_id(struct domain_counts *c, uintnat id)
+{
+  uint64_t x = c->packed[id];
+  if (x == 0) return;
+  add_packed(&c->minor[id], x);
+  c->packed[id] = 0;
+}
+
+/* Add the domain's packed counts to its `minor` pairs. */
+static void settle(struct domain_counts *c)
+{
+  caml_plat_lock_blocking(&tables_lock);
+  uintnat n = next_id;
+  caml_plat_unlock(&tables_lock);
+  for (uintnat id = 0; id < n; id++) settle_id(c, id);
+  settle_id(c, CAML_POINT_UNREGISTERED);
+  c->packed_words = 0;
+}
+
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d)
 {
   struct caml_memprof_points_young *y = &caml_memprof_points_young[d->id];
   y->walked = d->young_end;
   y->nbound = 0;
   y->trigger = NULL;
-  if (caml_memprof_points_on) set_trigger(d, y);
+  if (caml_memprof_points_on) {
+    struct domain_counts *c = counts_of(d);
+    uint64_t words = d->young_end - d->young_start;
+    if (c->packed_words + words > PACK_ROOM) settle(c);
+    c->packed_words += words;
+    set_trigger(d, y);
+  }
 }
 
 /* `done` is the allocation pointer with no allocation pending, above
@@ -506,6 +546,7 @@ static bool sum_id(uintnat id, pair out[KINDS])
       out[k].blocks += src[k][id].blocks;
       out[k].words += src[k][id].words;
     }
+    add_packed(&out[MINOR], c->packed[id]);
   }
   if (live_missing == NULL) out[LIVE] = live[id];
   for (int k = 0; k < KINDS; k++) if (out[k].blocks) return true;

@@ -98,6 +98,26 @@ def test_counts_do_not_depend_on_the_minor_heap(known, tmp_path):
     assert allocated[0] == allocated[1]
 
 
+@pytest.mark.parametrize("runparam", RUNPARAMS)
+def test_counts_stay_exact_past_the_packed_counters_room(build, tmp_path, runparam):
+    """Each point's minor counts are packed into one word and added up
+    every 2^26 words of minor heap cycled through (memprof_points.c): a
+    run allocating more than that, in runs of equal headers and mixed
+    ones, still counts every block and word."""
+    n = 24_000_000
+    exe = build("points_many")
+    src = (PROGRAMS / "points_many.ml").read_text()
+    prof, _, _ = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on",
+                         runparam=runparam)
+    assert prof["gc"]["minor_words"] > 2 ** 26
+    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    pts = points(prof)
+    at = lambda needle: [c[:2] for (f, ln, fn, _), c in pts.items()
+                         if f == "points_many.ml" and ln == line_of(src, needle)]
+    assert at("Sys.opaque_identity (i, i)") == [[n, 3 * n]]
+    assert at("Sys.opaque_identity (float_of_int i)") == [[n // 3, 2 * (n // 3)]]
+
+
 def test_two_domains_count_every_block_once(build, tmp_path):
     n = 200_000
     exe = build("points_domains")

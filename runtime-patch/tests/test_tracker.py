@@ -203,6 +203,18 @@ def test_bytecode_profile(build, tmp_path):
     assert any(fn and fn.startswith("Tracker_sites.alloc_") for fn in fns)
 
 
+def test_argv_strings_are_escaped_as_json(build, tmp_path):
+    """Strings reach the profile through one JSON escaper
+    (memprof_jsonbuf.c), which copies runs of plain bytes at once and
+    escapes quotes, backslashes and control bytes between them: the
+    program's arguments come back exactly."""
+    args = ['a"b', "\\", 'x\\"y', "tab\there", "\x01\x1fend", "\x7f",
+            "caf\u00e9 \u2192", "", '""\\\\', "plain " * 50]
+    prof, raw, _ = profile(build("hello"), *args, rate=1e-2, tmp=tmp_path)
+    assert prof["argv"][1:] == args
+    assert b"\\u0001" in raw and b"\\u001f" in raw and b"\\u0009" in raw
+
+
 def test_live_at_exit_keep_and_drop(build, tmp_path):
     exe = build("retain")
     keep, _, _ = profile(exe, "keep", rate=1e-2, tmp=tmp_path, name="keep.json")

@@ -71,21 +71,21 @@ struct caml_memprof_points_pair { uint64_t blocks, words; };
 
 /* Per domain slot, its counters of promoted blocks by id; set by the
  * domain's first count, which the walk at the start of every minor
- * collection is, before anything is promoted. */
+ * collection is, before anything is promoted. The collection keeps its
+ * domain's in its oldify state. */
 extern struct caml_memprof_points_pair *caml_memprof_points_promoted_counts[];
 
 /* In oldify, inline: a promotion is counted on the collection's hot
- * path. The site and size are read from the major copy, whose header
- * carries the young block's reserved bits and size: oldify then keeps
- * no young header alive across its calls, which would cost it spills
- * with points off. */
-Caml_inline void caml_memprof_points_promoted(caml_domain_state *d,
-                                              value copy)
+ * path, into the collecting domain's counters `t`. The site and size
+ * are read from the major copy, whose header carries the young block's
+ * reserved bits and size: oldify then keeps no young header alive
+ * across its calls, which would cost it spills with points off. */
+Caml_inline void caml_memprof_points_promoted(
+  struct caml_memprof_points_pair *t, value copy)
 {
   if (caml_memprof_points_on) {
     header_t hd = Hd_val(copy);
-    struct caml_memprof_points_pair *c =
-      &caml_memprof_points_promoted_counts[d->id][Reserved_hd(hd)];
+    struct caml_memprof_points_pair *c = &t[Reserved_hd(hd)];
     c->blocks++;
     c->words += Whsize_hd(hd);
   }
