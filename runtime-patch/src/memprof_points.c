@@ -69,7 +69,7 @@
  *      pointer with the allocation undone, is a boundary between blocks
  *      (`at_boundary`). The domain keeps it, or with the chunk's other
  *      boundaries kept already it counts the chunk [boundary, walked):
- *      its segments side by side, since the walk of one segment is a
+ *      its segments four side by side, since the walk of one segment is a
  *      chain of loads (each header gives the next one's address) and
  *      independent chains overlap; that, not the cache, is what a walk
  *      of one segment at a time waits on. The limit is then set again
@@ -336,23 +336,33 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
 {
   header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
   header_t *e0 = e[0], *e1 = e[1], *e2 = e[2], *e3 = e[3];
-  while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3) {
-    header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
-    if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
-      uintnat wo = WOSIZE(h0);
-      uint64_t k = 0;
-      do {
-        p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
-        k++;
-      } while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3
-               && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
-      m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
-      continue;
-    }
-    COUNT_STEP(m, h0, p0);
-    COUNT_STEP(m, h1, p1);
-    COUNT_STEP(m, h2, p2);
-    COUNT_STEP(m, h3, p3);
+  for (;;) {
+    /* Steps that take no pointer past its end, as no young block is
+     * larger than Max_young_wosize: they need no check of the ends. */
+    uintnat room = e0 - p0;
+    if ((uintnat)(e1 - p1) < room) room = e1 - p1;
+    if ((uintnat)(e2 - p2) < room) room = e2 - p2;
+    if ((uintnat)(e3 - p3) < room) room = e3 - p3;
+    uintnat steps = room / Whsize_wosize(Max_young_wosize);
+    if (steps == 0) break;
+    do {
+      header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
+      if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
+        uintnat wo = WOSIZE(h0);
+        uint64_t k = 0;
+        do {
+          p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
+          k++;
+        } while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3
+                 && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
+        m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
+        break;
+      }
+      COUNT_STEP(m, h0, p0);
+      COUNT_STEP(m, h1, p1);
+      COUNT_STEP(m, h2, p2);
+      COUNT_STEP(m, h3, p3);
+    } while (--steps > 0);
   }
   count_two(m, p0, e0, p1, e1);
   count_two(m, p2, e2, p3, e3);
