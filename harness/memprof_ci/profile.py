@@ -114,8 +114,9 @@ def load_json(path: str, what: str, regular: bool = False):
         return validate.load_json(path, what, regular)
 
 
-def load_profile(path: str, check_stacks: bool = True) -> Profile:
-    return parse_profile(load_json(path, "profile"), path, check_stacks)
+def load_profile(path: str, check_stacks: bool = True,
+                 undecided_live: bool = False) -> Profile:
+    return parse_profile(load_json(path, "profile"), path, check_stacks, undecided_live)
 
 
 def _malformed(path: str):

@@ -54,7 +54,8 @@ def patch_id(env=None) -> str | None:
 
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
                       trace: str | None = None, per_process: bool = False,
-                      snapshot_sites: int | None = None, points: bool = False) -> str:
+                      snapshot_sites: int | None = None, points: bool = False,
+                      live: bool = True) -> str:
     """The OCAMLMEMPROF value for these settings.  Paths are taken
     literally (a `%` is written `%%` and a comma `%,`; spaces need no
     escape); with `per_process`, the profile's
@@ -65,7 +66,9 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
     (`stacks=site`).  With `snapshot_sites`, the exit also writes a heap
     snapshot with retainer paths for that many sites (`snapshot=exit`).
     With `points`, every allocation point is counted exactly
-    (`points=on`)."""
+    (`points=on`).  Without `live`, the exit does not decide which blocks
+    are live (`live=off`): no walk of the heap, for runs that read
+    nothing live at exit."""
     out = _literal(out)
     if per_process:
         root, ext = os.path.splitext(out)
@@ -80,6 +83,8 @@ def memprof_env_value(rate: float, seed: int, frames: int, out: str,
         spec += f",snapshot=exit,snapshot_sites={int(snapshot_sites)}"
     if points:
         spec += ",points=on"
+    if not live:
+        spec += ",live=off"
     return spec + f",trace={_literal(trace)}" if trace else spec
 
 
@@ -126,12 +131,13 @@ def _cpu_limiter(seconds: float | None):
 def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dict | None = None,
              argv0: str | None = None, tag: str = "", usage: dict | None = None,
              cpu_limit: float | None = None, snapshot_sites: int | None = None,
-             points: bool = False) -> str:
+             points: bool = False, live: bool = True) -> str:
     """One profiled run; `extra_env`, `argv0` (the program's argv[0], the
     same file) and `tag` (in the profile's name) serve the GC schedule's
     dithered runs (schedule.py); `snapshot_sites` the run with a heap
     snapshot at exit (retention.py); `points` the run that counts every
-    allocation point.  `usage["cpu"]` gains the run's CPU
+    allocation point; without `live`, one whose profile
+    decides nothing at exit (`live=off`).  `usage["cpu"]` gains the run's CPU
     seconds; with `cpu_limit`, a run past that much CPU time is stopped and
     raises CpuLimit."""
     os.makedirs(out_dir, exist_ok=True)
@@ -142,7 +148,7 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
             os.unlink(stale)
     env = bench_env(bench, dict(extra_env or {}, OCAMLMEMPROF=memprof_env_value(
         bench.rate, seed, bench.frames, out, ctf, snapshot_sites=snapshot_sites,
-        points=points)))
+        points=points, live=live)))
     if not os.path.isdir(bench.cwd):
         raise InfraError(f"benchmark {bench.name!r}: working directory {bench.cwd} does not "
                          f"exist; fix `cwd` in the manifest")
@@ -209,9 +215,14 @@ def collect(bench, out_dir: str, cpu_limit: float | None = None) -> Aggregate:
 
 def collect_one(bench, seed: int, out_dir: str, extra_env: dict, argv0: str | None,
                 tag: str) -> Aggregate:
-    """One run of `seed` with `extra_env` and `argv0`, validated."""
-    path = run_once(bench, seed, out_dir, extra_env=extra_env, argv0=argv0, tag=tag)
-    return _checked(bench, aggregate_paths([path], bench.grouping, bench.name))
+    """One run of `seed` with `extra_env` and `argv0`, validated.  Its
+    profile decides nothing live at exit (`live=off`: the schedule's runs
+    read the GC counters and the peak, which the exit's decision does not
+    change), so the run skips the exit's walk of the heap."""
+    path = run_once(bench, seed, out_dir, extra_env=extra_env, argv0=argv0, tag=tag,
+                    live=False)
+    return _checked(bench, aggregate_paths([path], bench.grouping, bench.name,
+                                           live_decided=False))
 
 
 def _checked(bench, agg: Aggregate) -> Aggregate:

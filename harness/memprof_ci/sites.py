@@ -316,11 +316,11 @@ def truncate_stacks(acc: dict, limit: int | None = None):
     return kept, (sum(t[3] for t in rest), sum(t[4] for t in rest))
 
 
-def _load_grouped(path: str, grouping: str):
+def _load_grouped(path: str, grouping: str, live_decided: bool = True):
     # Runs in a worker process: parse, validate and group one profile, and
     # return only the small grouped result plus the stack-less metadata.
     with gc_paused():
-        p = load_profile(path, check_stacks=False)
+        p = load_profile(path, check_stacks=False, undecided_live=not live_decided)
         if not isinstance(p.stacks, list):
             raise InputError(f"{path}: malformed profile: stacks is not a list; regenerate it")
         inner: dict = {}
@@ -414,8 +414,11 @@ def aggregate(profiles: list[Profile], grouping: str, name: str) -> Aggregate:
 PARALLEL_MIN_BYTES = 4 << 20
 
 
-def aggregate_paths(paths: list[str], grouping: str, name: str) -> Aggregate:
+def aggregate_paths(paths: list[str], grouping: str, name: str,
+                    live_decided: bool = True) -> Aggregate:
     """Load, validate and group profile files, in parallel when they are big.
+    Profiles of `live=off` are refused unless not `live_decided` (their
+    live samples then count the blocks not yet collected).
 
     Parsing JSON dominates for large profiles, so files are spread over
     worker processes; results are combined in the given (sorted) order, so
@@ -434,9 +437,10 @@ def aggregate_paths(paths: list[str], grouping: str, name: str) -> Aggregate:
     jobs = min(len(paths), os.cpu_count() or 1)
     if jobs > 1 and size >= PARALLEL_MIN_BYTES:
         with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
-            parts = list(ex.map(_load_grouped, paths, [grouping] * len(paths)))
+            parts = list(ex.map(_load_grouped, paths, [grouping] * len(paths),
+                                [live_decided] * len(paths)))
     else:
-        parts = [_load_grouped(p, grouping) for p in paths]
+        parts = [_load_grouped(p, grouping, live_decided) for p in paths]
     return _combine(parts, grouping, name)
 
 

@@ -206,7 +206,9 @@ def main():
     doc = {"format": "memprof-ci/profile", "version": int(opts[opts.index("--version") + 1])
            if "--version" in opts else 1, "ocaml_version": "5.3.0", "backend": "native",
            "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames,
-                                        **({"peak": "events"} if with_peak else {})},
+                                        **({"peak": "events"} if with_peak else {}),
+                                        # As the runtime records a setting of live.
+                                        **({"live": cfg["live"]} if "live" in cfg else {})},
            "gc": gc, "totals": totals, "stacks": stacks}
     # Like the runtime: a name that is not a regular file (/dev/stdout) is
     # written in place, anything else through a temporary file.

@@ -182,10 +182,25 @@ def test_the_baseline_records_the_spread_one_line_per_run_and_site(tmp_path):
     assert set(sec["sites"]) == {"Main.f0 @ main.ml", "Main.f1 @ main.ml"}
     assert '\n      "Main.f0 @ main.ml": [' in text and '\n      {"compactions": 0' in text
     assert load_baseline(str(path)).meta["schedule"] == sec
+    assert "live_samples" not in sec
     # A baseline without the section still loads, with no spread.
     del doc["schedule"]
     path.write_text(json.dumps(doc))
     assert "schedule" not in load_baseline(str(path)).meta
+
+
+def test_only_the_dithered_runs_skip_deciding_what_is_live_at_exit(tmp_path):
+    log = tmp_path / "runs.log"
+    project(tmp_path, [{"name": "held", "spec": _spec(), "args": ["--count", str(log)]}])
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead",
+            env_extra={"MEMPROF_CI_SCHEDULE_RUNS": "4"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    envs = log.read_text().splitlines()
+    dithered = [e for e in envs if "/schedule/" in e]
+    seeded = [e for e in envs if "/schedule/" not in e]
+    assert len(dithered) == 4 and len(seeded) == 3, envs   # two seeds, a snapshot
+    assert all(e.endswith(",live=off") for e in dithered), dithered
+    assert not any("live=" in e for e in seeded), seeded
 
 
 @pytest.mark.parametrize("edit,key", [
@@ -193,6 +208,7 @@ def test_the_baseline_records_the_spread_one_line_per_run_and_site(tmp_path):
     (lambda s: s["sites"]["Main.f0 @ main.ml"].append(3), "schedule.sites"),
     (lambda s: s["gc"][0].update(promoted_words=-1), "schedule.gc[0].promoted_words"),
     (lambda s: s.update(peak_samples="many"), "schedule.peak_samples"),
+    (lambda s: s.update(live_samples=[1, 2]), "schedule.live_samples"),
 ])
 def test_a_malformed_schedule_section_is_one_line_and_exit_2(tmp_path, edit, key):
     _record(tmp_path, _spec(), {"MEMPROF_CI_SCHEDULE_RUNS": "4"})

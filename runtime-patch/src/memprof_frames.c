@@ -6,9 +6,11 @@
  *    memprof_jsonbuf.c.
  * 2. Frame objects: an array indexed by id, plus an open addressing
  *    index of ids (id + 1, 0 for empty, at most half full) hashed by
- *    text (FNV-1a). Interning takes ownership of the rendered text and
- *    frees it when an equal object exists, or else trims its buffer to
- *    the text.
+ *    text, eight bytes a step; each object keeps its hash, so the index
+ *    grows without reading the texts again. A frame is rendered into
+ *    one scratch buffer; interning copies a new text (with its '\0')
+ *    into 64 KiB chunks that live until exit, and an equal text already
+ *    interned costs no copy and no allocation.
  * 3. Slots: an open addressing cache (at most half full) from a slot to
  *    its resolution; a resolution is malloc'd and never moved, so the
  *    pointers handed out stay valid.
@@ -36,63 +38,93 @@
 
 /**** Frame objects ****/
 
-struct frame_obj { char *json; size_t len; uint32_t rank; };
+struct frame_obj { const char *json; size_t len; uint64_t hash; uint32_t rank; };
 static struct frame_obj *objs = NULL;
 static size_t objs_count = 0, objs_cap = 0;
 static uint32_t *obj_index = NULL;       /* id + 1, open addressing */
 static size_t obj_index_cap = 0;
 
+/* A multiply and a fold per eight bytes: a frame's text is mostly its
+ * file's path, often absolute and tens of bytes long. */
 static uint64_t hash_text(const char *s, size_t n)
 {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
-  return h;
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    memcpy(&w, s + i, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
+  }
+  w = 0;
+  memcpy(&w, s + i, n - i);
+  h = (h ^ w) * 0x94D049BB133111EBull;
+  return h ^ (h >> 32);
 }
 
 static void obj_index_insert(uint32_t id)
 {
   size_t mask = obj_index_cap - 1;
-  size_t j = hash_text(objs[id].json, objs[id].len) & mask;
+  size_t j = objs[id].hash & mask;
   while (obj_index[j] != 0) j = (j + 1) & mask;
   obj_index[j] = id + 1;
 }
 
-/* The id of this frame object, stored (taking ownership of `json`) if
- * new; -1 if out of memory. */
-static int64_t intern(char *json, size_t len)
+/* The texts' chunks (design 2). */
+#define TEXT_CHUNK ((size_t)64 * 1024)
+static char *text_next = NULL;
+static size_t text_left = 0;
+
+/* A copy of the `len` bytes at `s` and a '\0', kept until exit; NULL
+ * if out of memory. */
+static const char *keep_text(const char *s, size_t len)
+{
+  if (len + 1 > text_left) {
+    size_t size = len + 1 > TEXT_CHUNK ? len + 1 : TEXT_CHUNK;
+    char *chunk = malloc(size);
+    if (chunk == NULL) return NULL;
+    text_next = chunk;
+    text_left = size;
+  }
+  char *p = text_next;
+  memcpy(p, s, len);
+  p[len] = '\0';
+  text_next += len + 1;
+  text_left -= len + 1;
+  return p;
+}
+
+/* The id of the frame object of text `json` (not kept: a new one is
+ * copied), stored if new; -1 if out of memory. */
+static int64_t intern(const char *json, size_t len)
 {
   if (2 * (objs_count + 1) > obj_index_cap) {
     size_t cap = obj_index_cap ? 2 * obj_index_cap : 4096;
     uint32_t *t = calloc(cap, sizeof *t);
-    if (t == NULL) { free(json); return -1; }
+    if (t == NULL) return -1;
     free(obj_index);
     obj_index = t;
     obj_index_cap = cap;
     for (size_t i = 0; i < objs_count; i++) obj_index_insert((uint32_t)i);
   }
   size_t mask = obj_index_cap - 1;
-  for (size_t j = hash_text(json, len) & mask; obj_index[j] != 0;
-       j = (j + 1) & mask) {
+  uint64_t hash = hash_text(json, len);
+  for (size_t j = hash & mask; obj_index[j] != 0; j = (j + 1) & mask) {
     struct frame_obj *o = &objs[obj_index[j] - 1];
-    if (o->len == len && memcmp(o->json, json, len) == 0) {
-      free(json);
+    if (o->hash == hash && o->len == len && memcmp(o->json, json, len) == 0) {
       return obj_index[j] - 1;
     }
   }
   if (objs_count == objs_cap) {
     size_t cap = objs_cap ? 2 * objs_cap : 1024;
     struct frame_obj *t = realloc(objs, cap * sizeof *t);
-    if (t == NULL) { free(json); return -1; }
+    if (t == NULL) return -1;
     objs = t;
     objs_cap = cap;
   }
-  /* The buffer grew by doubling from 256 bytes: keep only the text and
-   * its '\0' (a compiler's frames need half what their buffers hold). */
-  char *fit = realloc(json, len + 1);
-  if (fit != NULL) json = fit;
+  const char *kept = keep_text(json, len);
+  if (kept == NULL) return -1;
   uint32_t id = (uint32_t)objs_count++;
-  objs[id].json = json;
-  objs[id].len = len;
+  objs[id] = (struct frame_obj){ kept, len, hash, 0 };
   obj_index_insert(id);
   return id;
 }
@@ -113,6 +145,9 @@ typedef struct caml_memprof_slot_frames {
 static slot_frames **slot_cache = NULL;  /* open addressing */
 static size_t slot_cache_cap = 0, slot_cache_count = 0;
 
+/* The buffer each frame's text is rendered into (design 2). */
+static struct caml_memprof_buf scratch = CAML_MEMPROF_BUF_INIT;
+
 /* Resolve `slot` into `sf` (ids of its frame objects, innermost first);
  * false if out of memory. */
 static bool resolve_slot_uncached(backtrace_slot slot, slot_frames *sf)
@@ -123,29 +158,33 @@ static bool resolve_slot_uncached(backtrace_slot slot, slot_frames *sf)
   size_t cap = 0;
   debuginfo d = caml_debuginfo_extract(slot);
   for (bool any = false;; d = caml_debuginfo_next(d)) {
-    struct caml_memprof_buf b = CAML_MEMPROF_BUF_INIT;
+    struct caml_memprof_buf *b = &scratch;
+    b->len = 0;
     if (d != NULL) {
       struct caml_loc_info li;
       memset(&li, 0, sizeof li);
       caml_debuginfo_location(d, &li);
       if (!li.loc_valid) continue;
-      caml_memprof_buf_lit(&b, "{\"file\":");
-      caml_memprof_buf_json_string(&b, li.loc_filename);
-      caml_memprof_buf_printf(&b, ",\"line\":%d,\"col_start\":%d,"
-                              "\"col_end\":%d,\"function\":",
-                              li.loc_start_lnum, li.loc_start_chr,
-                              li.loc_end_chr);
-      caml_memprof_buf_json_string(&b, li.loc_defname);
-      caml_memprof_buf_printf(&b, ",\"inlined\":%s}",
-                              li.loc_is_inlined ? "true" : "false");
+      caml_memprof_buf_lit(b, "{\"file\":");
+      caml_memprof_buf_json_string(b, li.loc_filename);
+      caml_memprof_buf_lit(b, ",\"line\":");
+      caml_memprof_buf_int(b, li.loc_start_lnum);
+      caml_memprof_buf_lit(b, ",\"col_start\":");
+      caml_memprof_buf_int(b, li.loc_start_chr);
+      caml_memprof_buf_lit(b, ",\"col_end\":");
+      caml_memprof_buf_int(b, li.loc_end_chr);
+      caml_memprof_buf_lit(b, ",\"function\":");
+      caml_memprof_buf_json_string(b, li.loc_defname);
+      if (li.loc_is_inlined) caml_memprof_buf_lit(b, ",\"inlined\":true}");
+      else caml_memprof_buf_lit(b, ",\"inlined\":false}");
     } else if (!any) {
-      caml_memprof_buf_add(&b, unknown_frame, sizeof unknown_frame - 1);
+      caml_memprof_buf_add(b, unknown_frame, sizeof unknown_frame - 1);
     } else {
       return true;
     }
     any = true;
-    if (b.err) { free(b.s); return false; }
-    int64_t id = intern(b.s, b.len);
+    if (b->err) { b->err = 0; return false; }
+    int64_t id = intern(b->s, b->len);
     if (id < 0) return false;
     if (sf->n == cap) {
       cap = cap ? 2 * cap : 2;

@@ -71,6 +71,12 @@ void caml_memprof_buf_uint(struct caml_memprof_buf *b, uintnat v)
   caml_memprof_buf_add(b, p, tmp + CAML_MEMPROF_UINT_DIGITS - p);
 }
 
+void caml_memprof_buf_int(struct caml_memprof_buf *b, intnat v)
+{
+  if (v < 0) caml_memprof_buf_lit(b, "-");
+  caml_memprof_buf_uint(b, v < 0 ? -(uintnat)v : (uintnat)v);
+}
+
 void caml_memprof_buf_field(struct caml_memprof_buf *b, bool first,
                             const char *key, uintnat v)
 {

@@ -53,6 +53,25 @@ def test_peak_counts_are_consistent_and_deterministic(build, tmp_path):
     assert t["peak_live_samples"] >= t["live_samples"]
 
 
+def test_the_peak_and_gc_counters_do_not_depend_on_the_exits_decision(build, tmp_path):
+    """The peak is frozen and the GC counters read before the exit decides
+    what is live (walk, two cycles, or nothing with live=off), so the
+    harness's dithered runs, which read only those, can skip the walk.
+    The held run's last phase is still uncollected at exit: the walk and
+    the cycles find it dead, which must not move the peak."""
+    exe = build("peak_phase")
+    profs = {live: profile(exe, *ARGS, "hold", rate=RATE, seed=5, live=live, tmp=tmp_path,
+                           name=f"{live}.json")[0]
+             for live in ("walk", "gc", "off")}
+    walk = profs["walk"]
+    assert profs["off"]["totals"]["live_samples"] > walk["totals"]["live_samples"]
+    for p in profs.values():
+        assert [s["peak_live_samples"] for s in p["stacks"]] == \
+            [s["peak_live_samples"] for s in walk["stacks"]]
+        assert p["totals"]["peak_live_samples"] == walk["totals"]["peak_live_samples"] > 0
+        assert p["gc"] == walk["gc"]
+
+
 def test_the_peak_counts_blocks_not_yet_found_dead(build, tmp_path):
     """retain drop with a minor heap that holds every block: nothing dies
     before the final Gc.full_major, so the peak is just after the last

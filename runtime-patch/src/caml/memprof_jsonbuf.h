@@ -87,6 +87,9 @@ Caml_inline char *caml_memprof_uint_digits(
 /* Append `v` in decimal. */
 void caml_memprof_buf_uint(struct caml_memprof_buf *b, uintnat v);
 
+/* Append `v` in decimal, with its sign. */
+void caml_memprof_buf_int(struct caml_memprof_buf *b, intnat v);
+
 /* Append `,"key":v` (without the comma when `first`). */
 void caml_memprof_buf_field(struct caml_memprof_buf *b, bool first,
                             const char *key, uintnat v);
