@@ -21,6 +21,10 @@ Invariants:
    the accept label is verdict.accepted.
 3. sides() hands the cached Aggregates out for report.html; nothing is run
    or loaded again for the picture.
+4. A benchmark's runs decide what is live at exit, except in a check none
+   of whose selected items for it reads live samples (LIVE_READERS): those
+   runs skip the exit's walk (`live=off`), their Aggregate says so
+   (live_decided), and the report's live total is null.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from . import verdict as V
 from .errors import MemprofError
 from .fmt import fmt_bytes, fmt_pct
 from .report_doc import new_report
+
+# The checks that read what the runs found live at exit.
+LIVE_READERS = ("live", "proposed_baseline")
 
 
 class _Cache:
@@ -66,12 +73,15 @@ class _Cache:
 class Measurements:
     """Each benchmark's Aggregate over its seeds, run or read once."""
 
-    def __init__(self, benches: dict, profiles_dir: str, run_entries, on_collect):
+    def __init__(self, benches: dict, profiles_dir: str, run_entries, on_collect,
+                 live_needed=lambda name: True):
         self.benches = benches
         self.profiles_dir = profiles_dir
         # check --from-run: {name: runstore.RunEntry}; nothing is executed.
         self.run_entries = run_entries
         self._on_collect = on_collect
+        # Whether a benchmark's runs must decide what is live at exit.
+        self._live_needed = live_needed
         self._cache = _Cache()
 
     def get(self, name):
@@ -79,7 +89,7 @@ class Measurements:
 
         def run():
             if self.run_entries is None:
-                agg = runner.collect(bench, self.profiles_dir)
+                agg = runner.collect(bench, self.profiles_dir, live=self._live_needed(name))
             else:
                 agg = runner.collect_from(bench, self.run_entries.get(name))
             self._on_collect(name, agg)
@@ -257,7 +267,7 @@ class Context:
         self.items: list = []
         self.measurements = Measurements(self.benches,
                                          profiles_dir or os.path.join(work_dir, "profiles"),
-                                         run_entries, self._collected)
+                                         run_entries, self._collected, self._live_needed)
         self.baselines = Baselines(self.benches, baselines_dir, proposed_dir)
         self.proposals = Proposals(self)
 
@@ -279,12 +289,23 @@ class Context:
     def record(self, name, check, outcome, message=""):
         self.result(name)["checks"][check] = {"outcome": outcome, "message": message}
 
+    def _live_needed(self, name) -> bool:
+        """Whether the runs of `name` must decide what is live at exit:
+        always, except in a check none of whose selected items for it reads
+        live samples (the live check, the proposed baseline's rows); its
+        runs then skip the exit's walk of the heap (`live=off`)."""
+        return self.mode != "check" or any(
+            it.bench == name and it.check in LIVE_READERS for it in self.items)
+
     def _collected(self, name, agg):
         r = self.result(name)
+        if not agg.live_decided:
+            r["notes"].append("live at exit not decided: no selected check reads it, so the "
+                              "runs skipped the exit's walk of the heap (OCAMLMEMPROF live=off)")
         r["current"] = {"rate": agg.rate, "seeds": agg.seeds, "frames": agg.frames,
                         "grouping": agg.grouping, "ocaml_version": agg.ocaml_version,
                         "backend": agg.backend, "total_samples": agg.total_samples,
-                        "total_live_samples": agg.total_live,
+                        "total_live_samples": agg.total_live if agg.live_decided else None,
                         "total_peak_samples": agg.total_peak, "gc": agg.gc,
                         "profiles": agg.sources}
         if any(g != agg.gc_runs[0] for g in agg.gc_runs[1:]):

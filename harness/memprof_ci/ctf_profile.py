@@ -29,7 +29,9 @@ Invariants:
   unknown frame (all fields null).
 - rate comes from the trace info; seed and frames from the context when
   it is an OCAMLMEMPROF setting (the runtime writes it there), else seed
-  is None and frames the longest backtrace.  The GC counters are unknown
+  is None and frames the longest backtrace.  A context with live=off
+  makes a profile of undecided liveness (live_mode "off"): the exit
+  collected nothing, so live counts only blocks not collected by then.  The GC counters are unknown
   and given as 0.
 - Any malformed input raises InputError naming the file (exit 2).
 """
@@ -44,6 +46,7 @@ from .errors import InputError
 from .profile import COUNT_KEYS, PEAK_KEY, Profile
 
 _SETTING = re.compile(r"(?:^|,)(rate|seed|frames)=([0-9.eE+-]+)(?=,|$)")
+_LIVE = re.compile(r"(?:^|,)live=(walk|gc|off)(?=,|$)")
 DEFAULT_FRAMES = 16      # the runtime's frames= default
 _UNKNOWN = {"file": None, "line": None, "col_start": None, "col_end": None,
             "function": None, "inlined": False}
@@ -176,4 +179,5 @@ def parse_ctf(data: bytes, path: str, observe=None) -> Profile:
                    else None,
                    frames=int(setting.get("frames", DEFAULT_FRAMES if "rate" in setting
                                           else depth)),
-                   gc={}, totals=totals, stacks=out)
+                   gc={}, totals=totals, stacks=out,
+                   live_mode=m.group(1) if (m := _LIVE.search(info["context"])) else "walk")

@@ -126,6 +126,14 @@ def _malformed(path: str):
     return bad
 
 
+def undecided_live_error(path: str) -> InputError:
+    """The refusal of a profile or trace made with live=off where live
+    samples are judged."""
+    return InputError(f"{path}: profile made with OCAMLMEMPROF live=off: its live_samples "
+                      f"count blocks not yet collected, not blocks live at exit; the live "
+                      f"check cannot judge it; run without live=off")
+
+
 def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
     """Format, version, keys, run description and config; (version, cfg)."""
     if not isinstance(doc, dict):
@@ -176,9 +184,7 @@ def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
                   f"full nor site")
     live = cfg.get("live", "walk")
     if live == LIVE_UNDECIDED and not undecided_live:
-        raise InputError(f"{path}: profile made with OCAMLMEMPROF live=off: its live_samples "
-                         f"count blocks not yet collected, not blocks live at exit; the live "
-                         f"check cannot judge it; run without live=off")
+        raise undecided_live_error(path)
     if live not in LIVE_MODES and live != LIVE_UNDECIDED:
         raise bad(f"config.live {mdsafe.printable(repr(live)[:100])} is neither walk, gc "
                   f"nor off")

@@ -13,6 +13,7 @@ exactly as a single run would.
 from __future__ import annotations
 
 from . import pointsites, stats
+from .errors import InfraError
 from .sites import Aggregate
 
 CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
@@ -146,7 +147,11 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     """Rows of the `alloc`, `live` (at exit) or `peak` (live at the peak)
     check: the same test on each site's counts of that kind; the exact
     counts per allocation point where both sides have them (alloc, and
-    live when both counted it)."""
+    live when both counted it).  Live rows of a side that did not decide
+    what is live at exit are an internal error, never a verdict."""
+    if check == "live" and not (cur.live_decided and base.live_decided):
+        raise InfraError(f"benchmark {name!r}: internal error: the live check was given "
+                         f"runs that did not decide what is live at exit")
     if check != "peak" and counted_points(cur, base, check):
         rows = _point_rows(name, check, cur, base, params)
     else:

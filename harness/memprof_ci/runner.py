@@ -197,18 +197,22 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
     return out
 
 
-def collect(bench, out_dir: str, cpu_limit: float | None = None) -> Aggregate:
+def collect(bench, out_dir: str, cpu_limit: float | None = None,
+            live: bool = True) -> Aggregate:
     """Run every seed, validate the profiles and sum them into sites; with
-    `cpu_limit`, each run may use that much CPU time (else CpuLimit)."""
+    `cpu_limit`, each run may use that much CPU time (else CpuLimit);
+    without `live`, the runs do not decide what is live at exit (`live=off`,
+    the Aggregate's live_decided is False)."""
     usage = {}
     # The reviewer's memtrace trace comes from a sampled run: at rate 1 it
     # would hold every allocation.  The points are counted once: they do not
     # depend on the seed.
     paths = [run_once(bench, seed, out_dir, trace=i == 0 and bench.rate < 1, usage=usage,
-                      cpu_limit=cpu_limit, points=i == 0 and bench.points)
+                      cpu_limit=cpu_limit, points=i == 0 and bench.points, live=live)
              for i, seed in enumerate(bench.seeds)]
     own = time.process_time()
-    agg = _checked(bench, aggregate_paths(paths, bench.grouping, bench.name))
+    agg = _checked(bench, aggregate_paths(paths, bench.grouping, bench.name,
+                                          live_decided=live))
     agg.meta["cpu_seconds"] = usage.get("cpu", 0.0) + time.process_time() - own
     return agg
 

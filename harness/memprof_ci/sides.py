@@ -15,7 +15,8 @@ import re
 from .baseline import is_baseline_doc, parse_baseline
 from .ctf_profile import is_ctf_file, load_ctf
 from .errors import InputError
-from .profile import is_profile_doc, load_json, parse_profile, profile_files
+from .profile import (LIVE_UNDECIDED, is_profile_doc, load_json, parse_profile, profile_files,
+                      undecided_live_error)
 from .sites import Aggregate, aggregate, aggregate_paths
 
 
@@ -49,7 +50,10 @@ def load_side(path: str, grouping: str) -> dict:
     if is_ctf_file(path):
         name = os.path.basename(path)
         name = name[:-4] if name.endswith(".ctf") else name
-        return {name: aggregate([load_ctf(path)], grouping, name)}
+        p = load_ctf(path)
+        if p.live_mode == LIVE_UNDECIDED:
+            raise undecided_live_error(path)
+        return {name: aggregate([p], grouping, name)}
     doc = load_json(path, "profile or baseline")
     if is_baseline_doc(doc):
         b = parse_baseline(doc, path)

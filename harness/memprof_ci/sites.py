@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 
 from . import pointsites
 from .errors import InputError
-from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, PEAK_KEY, SAMPLES, WORD_BYTES,
-                      Profile, check_frames, explain_bad_stack, gc_paused, load_profile,
+from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, LIVE_UNDECIDED, PEAK_KEY, SAMPLES,
+                      WORD_BYTES, Profile, check_frames, explain_bad_stack, gc_paused, load_profile,
                       peak_of, stack_counts, stack_frames)
 from .sitekey import norm_file, site_label
 
@@ -157,6 +157,10 @@ class Aggregate:
     # Exact counts per site from the allocation points of the first run
     # that counted them (pointsites.py); None: no run did.
     points: object = None
+    # False when the runs did not decide what is live at exit (OCAMLMEMPROF
+    # live=off): total_live and every live count are then blocks not yet
+    # collected, which nothing may judge (rows.site_rows refuses them).
+    live_decided: bool = True
 
     @property
     def runs(self) -> int:
@@ -396,6 +400,7 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
                               live_lines=Counter(a[6]), via=Counter(a[7]))
     agg.total_peak = None if None in peaks else sum(peaks)
     agg.gc = mean_gc(agg.gc_runs)
+    agg.live_decided = all(p.live_mode != LIVE_UNDECIDED for p in profiles)
     agg.stacks, agg.stacks_other = truncate_stacks(st_acc)
     return agg
 

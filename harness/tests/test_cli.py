@@ -369,3 +369,30 @@ def test_module_and_help(tmp_path):
     project(tmp_path)
     r = cli(tmp_path, "list", "--manifest", "benchmarks.toml", "--shard", "2/2")
     assert r.stdout.split() == ["beta"]
+
+
+def test_a_check_that_reads_nothing_live_skips_the_exit_walk(tmp_path):
+    """Runs whose selected checks read nothing live at exit pass live=off
+    (no walk of the heap), and the report says live was not decided; with
+    the live check selected they decide it as always."""
+    log = tmp_path / "runs.log"
+    project(tmp_path, [{"name": "alpha", "spec": {"sites": spec_sites(BASE_WORDS)},
+                        "args": ["--count", str(log)]}])
+    update(tmp_path)
+
+    def judged(*args):
+        log.write_text("")
+        r = check(tmp_path, "--report-dir", "rep", *args)
+        assert r.returncode == 0, r.stdout + r.stderr
+        rep = json.load(open(tmp_path / "rep" / "report.json"))
+        return log.read_text().splitlines(), rep["benchmarks"]["alpha"]
+
+    envs, b = judged("-m", "alloc_sites or gc_totals")
+    assert len(envs) == 2 and all(",live=off" in e for e in envs), envs
+    assert b["current"]["total_live_samples"] is None
+    assert any("live at exit not decided" in n for n in b["notes"]), b["notes"]
+    assert b["checks"]["alloc_sites"]["outcome"] == "passed"
+    envs, b = judged()
+    assert len(envs) == 2 and not any("live=" in e for e in envs), envs
+    assert b["checks"]["live"]["outcome"] == "passed"
+    assert isinstance(b["current"]["total_live_samples"], int)

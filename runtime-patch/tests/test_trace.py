@@ -183,3 +183,22 @@ def test_exit_status_is_kept_and_no_temporary_file_stays(build, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["p.json", "t.ctf"]
     prof = read_profile((tmp_path / "p.json").read_bytes())
     assert load_ctf(str(tmp_path / "t.ctf")).totals == counts(prof["totals"])
+
+
+def test_a_trace_of_live_off_is_read_as_undecided_and_not_compared(build, tmp_path):
+    """With live=off the exit collects nothing, so blocks dead at exit keep
+    no collect event: the trace's live counts equal the profile's (blocks
+    not yet collected), it reads as undecided (live_mode "off", from the
+    setting the runtime writes into its context), and `compare`, which
+    judges live samples, refuses it in one line with exit 2."""
+    prof, tr = both(build("trace_mix"), tmp_path, spec="rate=1e-3,seed=5,live=off")
+    assert prof["config"]["live"] == "off" and tr.live_mode == "off"
+    assert tr.totals == counts(prof["totals"])
+    r = subprocess.run([sys.executable, "-m", "memprof_ci", "compare", "t.ctf", "t.ctf"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT / "harness")))
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "t.ctf" in lines[0] and "live=off" in lines[0], r.stderr
+    _, walked = both(build("trace_mix"), tmp_path, spec="rate=1e-3,seed=5")
+    assert walked.live_mode == "walk"
