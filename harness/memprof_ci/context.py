@@ -74,7 +74,7 @@ class Measurements:
     """Each benchmark's Aggregate over its seeds, run or read once."""
 
     def __init__(self, benches: dict, profiles_dir: str, run_entries, on_collect,
-                 live_needed=lambda name: True):
+                 live_needed):
         self.benches = benches
         self.profiles_dir = profiles_dir
         # check --from-run: {name: runstore.RunEntry}; nothing is executed.

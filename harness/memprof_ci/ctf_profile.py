@@ -31,8 +31,8 @@ Invariants:
   it is an OCAMLMEMPROF setting (the runtime writes it there), else seed
   is None and frames the longest backtrace.  A context with live=off
   makes a profile of undecided liveness (live_mode "off"): the exit
-  collected nothing, so live counts only blocks not collected by then.  The GC counters are unknown
-  and given as 0.
+  collected nothing, so live counts only blocks not collected by then.
+  The GC counters are unknown and given as 0.
 - Any malformed input raises InputError naming the file (exit 2).
 """
 

@@ -80,7 +80,9 @@ class Profile:
     snapshot: dict | None = field(default=None, repr=False)
     # Version 5: points.parse_points's result (exact counts per point).
     points: points.Points | None = field(default=None, repr=False)
-    # config.live: "walk" or "gc", or "off" (LIVE_UNDECIDED) for the viewer.
+    # config.live: "walk" or "gc", or "off" (LIVE_UNDECIDED), read only where
+    # nothing judges live samples (undecided_live: the viewer, the GC
+    # schedule's runs, a check that reads nothing live).
     live_mode: str = "walk"
 
 
