@@ -2,13 +2,16 @@
 
 Job: check and read a profile's `points` section into a Points value: exact
 counts per allocation point, keyed by (file, line, first char, last char,
-function).  Invariants: parse_points returns only checked data or raises
-InputError naming the file and the bad entry; a point listed by several
-units (one location inlined into each) is one key with the sum of their
-counts; live counts are None exactly when the section says why live was
-not counted; nothing here scales or estimates: every count is the
-runtime's exact sum (runtime-patch/format/profile-format.md, "Allocation
-points").
+function), and per call point: what the runtime allocated in C for one
+OCaml call, keyed by that call's location the same way.  Invariants:
+parse_points returns only checked data or raises InputError naming the
+file and the bad entry; a point listed several times (one location
+inlined into several units, or several calls at one location) is one key
+with the sum of their counts; live counts are None exactly when the
+section says why live was not counted; `calls` is None exactly when the
+profile counted allocation in C only in total (no "calls" list); nothing
+here scales or estimates: every count is the runtime's exact sum
+(runtime-patch/format/profile-format.md, "Allocation points").
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ class Points:
     complete: bool
     unavailable: str | None
     counts: dict                  # key -> tuple of len(COUNTS) (live None when missing)
+    calls: dict | None = None     # call points, keyed and counted alike
 
     def allocated_words(self, key) -> int:
         c = self.counts[key]
@@ -41,8 +45,9 @@ def parse_points(sec, path: str) -> Points:
     def bad(msg):
         return InputError(f"{path}: malformed points section: {msg}; regenerate "
                           f"it with the memprof-ci runtime")
-    if not isinstance(sec, dict) or set(sec) - {"live", "complete", "unavailable", "points"}:
-        raise bad("not an object of live, complete, unavailable and points")
+    if not isinstance(sec, dict) or set(sec) - {"live", "complete", "unavailable", "points",
+                                                "calls"}:
+        raise bad("not an object of live, complete, unavailable, points and calls")
     live = sec.get("live")
     if live is True:
         missing = None
@@ -55,26 +60,36 @@ def parse_points(sec, path: str) -> Points:
         raise bad("complete is not a boolean")
     unavailable = validate.text(sec.get("unavailable"), f"{path}: points.unavailable",
                                 optional=True)
-    entries = sec.get("points")
-    if not isinstance(entries, list):
+    if not isinstance(sec.get("points"), list):
         raise bad("points is not a list")
+    calls = sec.get("calls")
+    if calls is not None and not isinstance(calls, list):
+        raise bad("calls is not a list")
+    return Points(live_missing=missing, complete=complete, unavailable=unavailable,
+                  counts=_entries(sec["points"], "point", missing, bad),
+                  calls=None if calls is None else _entries(calls, "call", missing, bad))
+
+
+def _entries(entries: list, what: str, missing, bad) -> dict:
+    """{key: counts} of a list of points or calls, duplicates summed."""
     counts: dict = {}
     for i, e in enumerate(entries):
         if not (isinstance(e, list) and len(e) == 5 + len(COUNTS)
                 and isinstance(e[0], str) and isinstance(e[4], str)
                 and all(validate.is_count(v) for v in e[1:4])):
-            raise bad(f"point {i} is not [file, line, first, last, function, "
+            raise bad(f"{what} {i} is not [file, line, first, last, function, "
                       f"{len(COUNTS)} counts]")
         vals = e[5:]
         for j, v in enumerate(vals):
             ok = v is None if (j in LIVE and missing is not None) else validate.is_count(v)
             if not ok:
-                raise bad(f"point {i}: {COUNTS[j]} is {v!r}")
-        if e[0] == "" and e[4].startswith("(") and e[4] not in PSEUDO:
+                raise bad(f"{what} {i}: {COUNTS[j]} is {v!r}")
+        if what == "point" and e[0] == "" and e[4].startswith("(") and e[4] not in PSEUDO:
             raise bad(f"point {i}: a pseudo point named {e[4]!r}")
+        if what == "call" and e[0] == "":
+            raise bad(f"call {i} has no file")
         key = (e[0], e[1], e[2], e[3], e[4])
         prev = counts.get(key)
         counts[key] = tuple(vals) if prev is None else tuple(
             None if a is None else a + b for a, b in zip(prev, vals))
-    return Points(live_missing=missing, complete=complete, unavailable=unavailable,
-                  counts=counts)
+    return counts

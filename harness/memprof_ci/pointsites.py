@@ -18,19 +18,28 @@ estimated (`callers`): each sampled stack is matched to the point it was
 drawn at (its innermost frame's file, line, characters and function equal
 a point's), and the samples are summed per sampled site.
 
-Allocation in C (caml_alloc_string, caml_make_vect, unmarshalling, ...)
-has no OCaml allocation point: the runtime counts it exactly but only in
-total, as pseudo points.  Lumped together it would hide a change at one
-caller, so the checks judge it per calling site instead, from the samples
-that matched no point (`in_c`, keyed "<site> (in C)"), with the sampled
-test; the pseudo points' words stay in the totals every share is taken of.
+Allocation in C (caml_alloc_string, caml_make_vect, custom blocks, ...)
+has no OCaml allocation point.  The runtime counts it exactly per OCaml
+call that made it (a call point: the profile's `calls`), keyed as the site
+of that call with " (in C)"; a call inside the standard library
+(Buffer.resize's Bytes.create) gets its callers estimated as a point
+there does.  What remains in C (unmarshalled blocks, Obj.dup's copies, and
+calls with no source location) is counted only in total, as pseudo
+points; lumped together it would hide a change at one caller, so the
+checks judge it per calling site from the samples that matched no point
+or call (`in_c`), with the sampled test, keyed "<site> (in C, sampled)".
+A profile from a runtime without call points has all of C that way, keyed
+"<site> (in C)" (`calls` False).  The pseudo points' words stay in the
+totals every share is taken of.
 
 Invariants: `words`, `blocks` and `live_words` are the runtime's exact
 sums, never scaled or estimated; live_words is None for every site exactly
 when the profile says why live was not counted (`live_missing`); `callers`
 only ever holds sample counts, is marked estimated wherever it is shown,
-and never enters a verdict; a baseline's section is validated whole or
-rejected with the baseline (parse_section raises InputError).
+and never enters a verdict; an "(in C)" site is exact only when `calls`
+is True, and two sides are compared only when their `calls` agree
+(rows.py); a baseline's section is validated whole or rejected with the
+baseline (parse_section raises InputError).
 """
 
 from __future__ import annotations
@@ -44,6 +53,12 @@ from .points import PSEUDO, Points
 from .sitekey import norm_file, site_label
 
 IN_C = " (in C)"   # suffix of the site key of a site's allocation in C
+IN_C_SAMPLED = " (in C, sampled)"   # ... of what no call point counted
+
+
+def in_c_suffix(ps: "PointSites") -> str:
+    """The suffix of the sampled rows of allocation in C (`in_c`)."""
+    return IN_C_SAMPLED if ps.calls else IN_C
 
 
 @dataclass
@@ -74,8 +89,9 @@ class PointSites:
     live_missing: str | None     # why live at exit is not counted, or None
     sites: dict                  # key -> PointSite
     # Sampled: site key -> [samples, live samples] drawn at allocations made
-    # in C (no OCaml allocation point), over every run of the Aggregate.
+    # in C that no point or call counted, over every run of the Aggregate.
     in_c: dict = field(default_factory=dict)
+    calls: bool = False          # allocation in C counted per call point
 
     def total(self, check: str) -> int:
         if check == "alloc":
@@ -97,16 +113,25 @@ def point_key(pkey: tuple, grouping: str) -> tuple:
     return site_label(fn, fl, line if grouping == "line" else None), fl, fn, line
 
 
+def _keyed(pts: Points, grouping: str):
+    """(point key, counts, site key, file, function, line) of every point,
+    then every call point, whose site key takes IN_C."""
+    for pk, c in pts.counts.items():
+        yield (pk, c) + point_key(pk, grouping)
+    for pk, c in (pts.calls or {}).items():
+        key, fl, fn, line = point_key(pk, grouping)
+        yield pk, c, key + IN_C, fl, fn, line
+
+
 def group(pts: Points, grouping: str) -> PointSites | None:
     """The points' sites; None when the runtime counted none (bytecode)."""
     if pts is None or pts.unavailable is not None:
         return None
     out: dict = {}
-    for pk, c in pts.counts.items():
+    for _pk, c, key, fl, fn, line in _keyed(pts, grouping):
         words, blocks, live = c[1] + c[3], c[0] + c[2], c[7]
         if not words and not live:
             continue
-        key, fl, fn, line = point_key(pk, grouping)
         s = out.get(key)
         if s is None:
             s = out[key] = PointSite(key=key, file=fl, function=fn,
@@ -120,17 +145,21 @@ def group(pts: Points, grouping: str) -> PointSites | None:
             s.live_words += live
             if line is not None:
                 s.live_lines[line] += live
-    return PointSites(live_missing=pts.live_missing, sites=out)
+    return PointSites(live_missing=pts.live_missing, sites=out, calls=pts.calls is not None)
 
 
 def add_samples(ps: PointSites, pts: Points, inner: dict, grouping: str) -> None:
     """Add one run's samples from `inner`, its sampled stacks'
     {((file, line, first, last, function) of the innermost frame, sampled
     site key): [samples, live]} (sites._group_stacks): a sample drawn at
-    an OCaml allocation point of `pts` counts toward that point site's
-    estimated callers, any other (an allocation in C) toward `in_c`."""
-    known = {(norm_file(pk[0]), pk[1], pk[2], pk[3], pk[4]): point_key(pk, grouping)[0]
-             for pk in pts.counts if pk[0]}
+    an OCaml allocation point of `pts`, or in C under one of its call
+    points, counts toward that site's estimated callers, any other (an
+    allocation in C that no call point counted) toward `in_c`.  A location
+    that is both a point and a call point is the point's."""
+    known: dict = {}
+    for pk, _c, key, _fl, _fn, _line in _keyed(pts, grouping):
+        if pk[0]:
+            known.setdefault((norm_file(pk[0]), pk[1], pk[2], pk[3], pk[4]), key)
     for (ik, site), (n, live) in inner.items():
         fl, line, first, last, fn = ik
         key = known.get((norm_file(fl), line, first, last, fn))
@@ -149,10 +178,12 @@ def split(s: PointSite, check: str = "alloc", limit: int = 3) -> list:
     """The estimated split of a point site's allocation ("alloc") or
     live words ("live") among its sampled callers, heaviest first:
     [{"site", "share"}]; empty when the site is its own only caller (a
-    point in user code) or no sample was drawn there."""
+    point or a call in user code, whose samples' site is the caller's) or
+    no sample was drawn there."""
     callers = s.callers if check == "alloc" else s.live_callers
     total = sum(callers.values())
-    if not total or set(callers) == {s.key}:
+    own = s.key[:-len(IN_C)] if s.key.endswith(IN_C) else s.key
+    if not total or set(callers) == {own}:
         return []
     top = sorted(callers.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
     return [{"site": k, "share": n / total} for k, n in top]
@@ -162,7 +193,8 @@ def section(ps: PointSites) -> dict:
     """The baseline's "points" section."""
     return {"live": True if ps.live_missing is None else ps.live_missing,
             "sites": {k: s.to_json() for k, s in sorted(ps.sites.items())},
-            "in_c": {k: list(v) for k, v in sorted(ps.in_c.items())}}
+            "in_c": {k: list(v) for k, v in sorted(ps.in_c.items())},
+            "calls": ps.calls}
 
 
 def is_pseudo(s: PointSite) -> bool:
@@ -171,8 +203,12 @@ def is_pseudo(s: PointSite) -> bool:
 
 def parse_section(sec) -> PointSites:
     """A baseline's "points" section, validated whole (InputError)."""
-    if not isinstance(sec, dict) or set(sec) != {"live", "sites", "in_c"}:
-        raise InputError("points must be an object of live, sites and in_c")
+    if not isinstance(sec, dict) or not (
+            {"live", "sites", "in_c"} <= set(sec) <= {"live", "sites", "in_c", "calls"}):
+        raise InputError("points must be an object of live, sites, in_c and calls")
+    calls = sec.get("calls", False)
+    if not isinstance(calls, bool):
+        raise InputError("points.calls must be true or false")
     live = sec["live"]
     if live is True:
         missing = None
@@ -221,6 +257,6 @@ def parse_section(sec) -> PointSites:
         if not (isinstance(v, list) and len(v) == 2):
             raise InputError(f"{where} must be [samples, live samples]")
         c[k] = [V.count(v[0], f"{where}[0]"), V.count(v[1], f"{where}[1]")]
-    return PointSites(live_missing=missing, sites=out, in_c=c)
+    return PointSites(live_missing=missing, sites=out, in_c=c, calls=calls)
 
 

@@ -13,7 +13,7 @@ exactly as a single run would.
 from __future__ import annotations
 
 from . import pointsites, stats
-from .errors import InfraError
+from .errors import InfraError, InputError
 from .sites import Aggregate
 
 CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
@@ -112,8 +112,9 @@ def _point_map(agg: Aggregate, check: str) -> dict:
 
 def _in_c_map(agg: Aggregate, check: str) -> dict:
     j = 0 if check == "alloc" else 1
-    return {k + pointsites.IN_C: (v[j], {"file": None, "function": None, "line": None,
-                                         "via": None, "lines": {}})
+    suffix = pointsites.in_c_suffix(agg.points)
+    return {k + suffix: (v[j], {"file": None, "function": None, "line": None,
+                                "via": None, "lines": {}})
             for k, v in agg.points.in_c.items() if v[j] or check == "alloc"}
 
 
@@ -121,9 +122,16 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
     """The alloc or live rows of two sides counted per allocation point:
     words, one run each (exposure 1), judged as counted rows with the
     min_effect of exact counts; a point site that is not user code carries
-    its estimated split among the sampled callers (`split`).  Then the
-    allocation made in C, per calling site, from the samples (sampled
-    rows, tested as any: pointsites.py)."""
+    its estimated split among the sampled callers (`split`), and one in C
+    (a call point's) the sampled site it stands for.  Then what C
+    allocated that no call point counted, per calling site, from the
+    samples (sampled rows, tested as any: pointsites.py).  Sides that
+    disagree on call points would key C's allocation apart: an error."""
+    if cur.points.calls != base.points.calls:
+        old = base if cur.points.calls else cur
+        raise InputError(f"{name}: the {'baseline' if old is base else 'current run'} counted "
+                         f"allocation in C only in total, the other per OCaml call: "
+                         f"record both with one runtime (memprof-ci update-baselines)")
     exact = dict(params, exact=True,
                  min_effect=params.get("exact_min_effect", params["min_effect"]))
     rows = stats.site_rows(name, check, _point_map(cur, check), _point_map(base, check),
@@ -135,11 +143,14 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
             r["split"] = pointsites.split(s, check)
             # the sampled site whose stacks picture it: its heaviest caller
             r["stacks_site"] = r["split"][0]["site"]
+        elif r["site"].endswith(pointsites.IN_C):
+            r["stacks_site"] = r["site"][:-len(pointsites.IN_C)]
     in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
                            _total(cur, check), _total(base, check), cur.exposure, base.exposure,
                            dict(params, exact=cur.rate == 1 and base.rate == 1))
+    suffix = pointsites.in_c_suffix(cur.points)
     for r in in_c:
-        r["stacks_site"] = r["site"][:-len(pointsites.IN_C)]
+        r["stacks_site"] = r["site"][:-len(suffix)]
     return rows + in_c
 
 

@@ -111,14 +111,15 @@ def test_against_an_older_commit_with_the_change_committed(tmp_path):
 
 @pytest.mark.needs_runtime
 def test_three_small_changes_each_pass_against_their_parent(tmp_path):
-    """Each commit adds about 0.5% of all allocation: each passes against
-    its parent's measurement, and the three together fail against the
-    first commit (minor_words +1.5% > gc_tolerance 1%)."""
+    """Each commit adds a site of about 0.43% of all allocation, below
+    min_share: each passes against its parent's measurement, and the three
+    together fail against the first commit (minor_words +1.3% >
+    gc_tolerance 1%) though no site holds min_share."""
     need_runtime()
     repo = tmp_path / "repo"
     first = new_repo(repo)
     for step in (1, 2, 3):
-        write_program(repo, 16, comment=f"step {step}", extra=3000 * step)
+        write_program(repo, 16, comment=f"step {step}", new_sites=step)
         commit_all(repo, f"step {step}")
         r = _against(repo, "HEAD~1", "--results-json", str(tmp_path / f"s{step}.json"))
         assert r.returncode == 0, (step, r.stdout + r.stderr)

@@ -34,6 +34,17 @@ def test_version5_points_read_exactly_and_merge_units(tmp_path):
     assert pts.allocated_words(("", 0, 0, 0, "(runtime)")) == 100068
 
 
+def test_call_points_read_apart_from_the_points(tmp_path):
+    doc = _v5()
+    assert load_profile(write_json(tmp_path / "old.json", doc)).points.calls is None
+    doc["points"]["calls"] = [
+        ["main.ml", 9, 10, 30, "Main.fill", 0, 0, 1, 1001, 0, 0, 1, 1001],
+        ["main.ml", 9, 10, 30, "Main.fill", 2, 14, 0, 0, 1, 7, 0, 0]]
+    pts = load_profile(write_json(tmp_path / "p.json", doc)).points
+    assert pts.calls == {("main.ml", 9, 10, 30, "Main.fill"): (2, 14, 1, 1001, 1, 7, 1, 1001)}
+    assert ("main.ml", 9, 10, 30, "Main.fill") not in pts.counts
+
+
 def test_points_without_a_walk_have_no_live_counts(tmp_path):
     prof = load_profile(write_json(tmp_path / "p.json", _v5(live="live=gc: no walk")))
     assert prof.points.live_missing == "live=gc: no walk"
@@ -58,6 +69,11 @@ def test_version5_with_a_snapshot_reads_too(tmp_path):
     (lambda d: d["points"]["points"][1].pop(), "is not [file, line"),
     (lambda d: d["points"]["points"][0].__setitem__(4, "(bogus)"), "pseudo point named"),
     (lambda d: d["points"].update(extra=1), "not an object of live"),
+    (lambda d: d["points"].update(calls={}), "calls is not a list"),
+    (lambda d: d["points"].update(calls=[["", 0, 0, 0, "(runtime)"] + [0] * 8]),
+     "call 0 has no file"),
+    (lambda d: d["points"].update(calls=[["m.ml", 1, 0, 0, "M"] + [0] * 7]),
+     "call 0 is not"),
     (lambda d: d.update(version=4), "missing key(s) snapshot"),
 ])
 def test_bad_points_are_rejected_with_the_file_named(tmp_path, breakage, needle):

@@ -117,6 +117,61 @@ def test_c_allocation_is_judged_per_caller_with_the_sampled_test():
     assert rows["Main.g @ app/main.ml (in C)"]["status"] == "~"
 
 
+CALL = ("/src/app/main.ml", 31, 2, 20, "Main.g")        # Main.g calls Array.make
+BUF = ("buffer.ml", 120, 4, 30, "Stdlib__Buffer.resize")  # ... and Buffer grows
+
+
+def with_calls(pts, call_words=200_000, buf_words=50_000):
+    """`pts` from a runtime that counts allocation in C per OCaml call."""
+    return Points(live_missing=pts.live_missing, complete=True, unavailable=None,
+                  counts=pts.counts, calls={CALL: counts(call_words, 60),
+                                            BUF: counts(buf_words)})
+
+
+def inner_calls(dup=5):
+    """inner() plus samples drawn in Buffer.resize's C allocation from
+    Main.f, and an unmarshalled block (no call point) from Main.f."""
+    out = inner()
+    out[(BUF, "Main.f @ app/main.ml")] = [5, 0]
+    out[(("/src/app/main.ml", 12, 2, 9, "Main.f"), "Main.f @ app/main.ml")] = [dup, 0]
+    return out
+
+
+def test_allocation_in_c_counts_exactly_at_the_ocaml_call():
+    a = agg(with_calls(points()), inner_calls())
+    assert a.points.calls
+    g = a.points.sites["Main.g @ app/main.ml (in C)"]
+    assert (g.words, g.live_words, g.file, g.function) == (200_000, 60, "app/main.ml", "Main.g")
+    # The samples drawn under a call point are its callers' estimate; a
+    # user call is its own only caller, a standard-library one is split.
+    assert dict(g.callers) == {"Main.g @ app/main.ml": 30}
+    assert pointsites.split(g) == []
+    buf = a.points.sites["Stdlib__Buffer.resize @ buffer.ml (in C)"]
+    assert pointsites.split(buf) == [{"site": "Main.f @ app/main.ml", "share": 1.0}]
+    # Only the sample no point or call counted is left to the sampled rows.
+    assert a.points.in_c == {"Main.f @ app/main.ml": [5, 0]}
+    assert a.points.total("alloc") == 3_990_000 + 250_000
+
+    base = a
+    rows = _decided(agg(with_calls(points(), call_words=204_000), inner_calls()), base)
+    c = rows["Main.g @ app/main.ml (in C)"]
+    assert c["points"] and c["exact"] and c["p_adj"] is None
+    assert c["status"] == "regression" and abs(c["ratio"] - 1.02) < 1e-12
+    assert c["stacks_site"] == "Main.g @ app/main.ml"
+    assert rows["Main.f @ app/main.ml (in C, sampled)"]["stacks_site"] == "Main.f @ app/main.ml"
+    assert "Main.f @ app/main.ml (in C)" not in rows
+    rows = _decided(agg(with_calls(points()), inner_calls(dup=60)), base)
+    assert rows["Main.f @ app/main.ml (in C, sampled)"]["status"] == "regression"
+    assert rows["Main.g @ app/main.ml (in C)"]["status"] == "~"
+
+
+def test_sides_that_disagree_on_call_points_are_refused():
+    old, new = agg(points(), inner()), agg(with_calls(points()), inner_calls())
+    for cur, base, who in ((new, old, "the baseline"), (old, new, "the current run")):
+        with pytest.raises(InputError, match=f"b: {who} counted allocation in C only in total"):
+            _decided(cur, base)
+
+
 def test_live_rows_use_points_only_when_both_sides_counted_live():
     base = agg(points(), inner())
     rows = _decided(agg(points(), inner()), base, "live")
@@ -140,11 +195,20 @@ def test_the_baseline_section_round_trips():
     sec = pointsites.section(a.points)
     back = pointsites.parse_section(copy.deepcopy(sec))
     assert pointsites.section(back) == sec
-    assert back.in_c == {"Main.g @ app/main.ml": [30, 1]}
+    assert back.in_c == {"Main.g @ app/main.ml": [30, 1]} and not back.calls
+    sec = pointsites.section(agg(with_calls(points()), inner_calls()).points)
+    back = pointsites.parse_section(copy.deepcopy(sec))
+    assert back.calls and pointsites.section(back) == sec
+    assert back.sites["Main.g @ app/main.ml (in C)"].words == 200_000
+    # A section recorded before call points existed reads as without them.
+    del sec["calls"]
+    assert not pointsites.parse_section(sec).calls
 
 
 @pytest.mark.parametrize("edit, why", [
-    (lambda s: s.pop("in_c"), "live, sites and in_c"),
+    (lambda s: s.pop("in_c"), "live, sites, in_c and calls"),
+    (lambda s: s.__setitem__("calls", "yes"), "points.calls must be true or false"),
+    (lambda s: s.__setitem__("extra", 1), "live, sites, in_c and calls"),
     (lambda s: s.__setitem__("live", ""), "points.live"),
     (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("words", -1), "words"),
     (lambda s: s["sites"]["Main.f @ app/main.ml"].__setitem__("blocks", 10**9), "exceed"),

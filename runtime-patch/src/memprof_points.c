@@ -17,14 +17,17 @@
  *    toplevel phrase, a unit past the id space, or any unit while
  *    counting is off (registering is then skipped, and nothing reads
  *    the bits).
- * 2. Pseudo ids, for blocks that no OCaml allocation point made:
- *    CAML_POINT_UNMARSHAL (intern.c), CAML_POINT_DUP (Obj.dup and
- *    Obj.with_tag, obj.c, which also serve {r with ...} on large
- *    records), and CAML_POINT_RUNTIME for every other block the runtime
- *    allocates: C primitives (caml_alloc_string, caml_copy_double,
- *    caml_make_vect, ...), a native allocation too large for the minor
- *    heap (caml_alloc_shr_check_gc), and all of bytecode, whose
- *    interpreter builds blocks at run time with no table of points.
+ * 2. Blocks that no OCaml allocation point made. Unmarshalled blocks
+ *    carry CAML_POINT_UNMARSHAL (intern.c) and copies CAML_POINT_DUP
+ *    (Obj.dup and Obj.with_tag, obj.c, which also serve {r with ...} on
+ *    large records). Every other block the runtime allocates (C
+ *    primitives: caml_alloc_string, caml_copy_double, caml_make_vect,
+ *    custom blocks, ...; a native allocation too large for the minor
+ *    heap, caml_alloc_shr_check_gc) carries the id of the OCaml call
+ *    that is running the C code, a "call point" (design 6), or
+ *    CAML_POINT_RUNTIME when there is none with a source location. All
+ *    of bytecode's blocks are CAML_POINT_RUNTIME: its interpreter builds
+ *    them at run time with no table of points.
  * 3. Counting, on per-domain arrays indexed by id, each mapped once for
  *    the whole id space (pages are touched only where ids are used), so
  *    no array ever moves and no registration has to grow one; a later
@@ -115,7 +118,26 @@
  * 5. The profile's "points" section lists the points with any count:
  *    the pseudo points by name, then each registered unit's points in
  *    table order, each with its file, line, characters and function as
- *    the compiler wrote them, and its counts.
+ *    the compiler wrote them, and its counts; then its "calls", the call
+ *    points in the order they were first seen, each with the location
+ *    of its call's innermost frame as the profile's stacks give it.
+ * 6. Call points. Every block the runtime allocates through Alloc_small
+ *    or caml_alloc_shr (memory.h, memory.c: Caml_alloc_c_reserved) asks
+ *    `c_caller` for its id while points are counted. The OCaml call now
+ *    in C is the return address the current stack saved on its switch to
+ *    C (caml_get_stack_sp_pc: caml_c_call, or caml_call_gc at a poll),
+ *    the innermost OCaml frame of the stack a sample of the block
+ *    records. Each distinct return address gets its id the first time a
+ *    block asks: a new id for a frame with a valid source location, else
+ *    CAML_POINT_RUNTIME (no frame descriptor, as before any OCaml code
+ *    runs, or a unit compiled without -g), under tables_lock, in a table
+ *    that only grows. A direct-mapped cache per domain slot serves the
+ *    return addresses seen before without the lock, in about twenty
+ *    instructions; its empty entries (return address 0) already give
+ *    CAML_POINT_RUNTIME, which is the right answer for 0. The id depends only on the return address, so
+ *    every block a call allocates in C counts at its call point however
+ *    deep in C it is made, and a program's runs that allocate alike
+ *    number their call points alike.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -129,8 +151,12 @@
 #ifndef _WIN32
 #include <sys/mman.h>
 #endif
+#include "caml/backtrace_prim.h"
 #include "caml/domain.h"
 #include "caml/domain_state.h"
+#include "caml/fiber.h"
+#include "caml/stack.h"
+#include "caml/frame_descriptors.h"
 #include "caml/memprof.h"
 #include "caml/memprof_jsonbuf.h"
 #include "caml/memprof_points.h"
@@ -281,6 +307,138 @@ void caml_memprof_points_start(void)
    * counted like the rest. */
   caml_memprof_points_minor_heap_reset(Caml_state);
   caml_reset_young_limit_quiet(Caml_state);
+}
+
+/**** Call points (design 6) ****/
+
+/* Return address -> id, open addressing (at most half full), and the
+ * call points in the order of their ids; all under tables_lock. */
+struct call_entry { uintnat pc, id; };
+static struct call_entry *call_index = NULL;
+static size_t call_index_cap = 0, call_index_count = 0;
+struct call_point { frame_descr *d; uintnat id; };
+static struct call_point *call_points = NULL;
+static size_t ncalls = 0, calls_cap = 0;
+
+static size_t call_hash(uintnat pc)
+{
+  uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static struct call_entry *call_find(uintnat pc)
+{
+  size_t mask = call_index_cap - 1;
+  size_t j = call_hash(pc) & mask;
+  while (call_index[j].pc != 0 && call_index[j].pc != pc) j = (j + 1) & mask;
+  return &call_index[j];
+}
+
+/* The first frame of `d` with a valid source location, as the profile's
+ * stacks resolve it (memprof_frames.c); false if none. */
+static bool call_location(frame_descr *d, struct caml_loc_info *li)
+{
+  for (debuginfo i = caml_debuginfo_extract((backtrace_slot)d); i != NULL;
+       i = caml_debuginfo_next(i)) {
+    memset(li, 0, sizeof *li);
+    caml_debuginfo_location(i, li);
+    if (li->loc_valid) return true;
+  }
+  return false;
+}
+
+/* A new return address's id; with tables_lock held. Out of memory or
+ * of ids, the block counts as the runtime's; so does the return address
+ * into C that marks the top of a stack chunk (what the stack saved last
+ * when OCaml code has returned to C for good), which has no debug
+ * information to read. */
+static uintnat new_call(uintnat pc)
+{
+  frame_descr *d = caml_find_frame_descr(caml_get_frame_descrs(), pc);
+  struct caml_loc_info li;
+  uintnat id = CAML_POINT_RUNTIME;
+  if (d != NULL && !frame_return_to_C(d) && frame_has_debug(d)
+      && call_location(d, &li)
+      && next_id < CAML_POINT_UNREGISTERED) {
+    if (ncalls == calls_cap) {
+      size_t cap = calls_cap ? 2 * calls_cap : 256;
+      struct call_point *grown = realloc(call_points, cap * sizeof *grown);
+      if (grown == NULL) return CAML_POINT_RUNTIME;
+      call_points = grown;
+      calls_cap = cap;
+    }
+    id = next_id++;
+    call_points[ncalls++] = (struct call_point){ d, id };
+  }
+  if (2 * (call_index_count + 1) > call_index_cap) {
+    size_t cap = call_index_cap ? 2 * call_index_cap : 1024;
+    struct call_entry *old = call_index;
+    size_t old_cap = call_index_cap;
+    call_index = calloc(cap, sizeof *call_index);
+    if (call_index == NULL) {
+      /* unindexed: asked again, it gets another id of the same location */
+      call_index = old;
+      return id;
+    }
+    call_index_cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i].pc != 0) *call_find(old[i].pc) = old[i];
+    free(old);
+  }
+  *call_find(pc) = (struct call_entry){ pc, id };
+  call_index_count++;
+  return id;
+}
+
+/* Per domain slot, a direct-mapped cache of return addresses' ids,
+ * created by the slot's first miss; a later domain in the slot reuses
+ * it, as the ids are global. */
+#define CALL_CACHE 512
+struct call_cached { uintnat pc, id; };
+static struct call_cached *call_cache[Max_domains_max];
+
+static size_t call_slot(uintnat pc)
+{
+  return (pc ^ (pc >> 9)) & (CALL_CACHE - 1);
+}
+
+/* The cache missed (or is not there yet). */
+static Caml_noinline uintnat call_miss(caml_domain_state *d, uintnat pc)
+{
+  struct call_cached *cache = call_cache[d->id];
+  if (cache == NULL) {
+    cache = calloc(CALL_CACHE, sizeof *cache);
+    if (cache == NULL) return CAML_POINT_RUNTIME;
+    call_cache[d->id] = cache;
+  }
+  caml_plat_lock_blocking(&tables_lock);
+  uintnat id;
+  if (pc == 0) {
+    id = CAML_POINT_RUNTIME;
+  } else {
+    struct call_entry *found = call_index_cap ? call_find(pc) : NULL;
+    id = found != NULL && found->pc == pc ? found->id : new_call(pc);
+  }
+  caml_plat_unlock(&tables_lock);
+  cache[call_slot(pc)] = (struct call_cached){ pc, id };
+  return id;
+}
+
+/* The hit path: the return address as caml_get_stack_sp_pc reads it,
+ * and one compare. A stack's saved pointer always lies within it, up to
+ * its top, whose next word is still the stack's own memory. */
+reserved_t caml_memprof_points_c_caller(void)
+{
+  caml_domain_state *d = Caml_state;
+  struct stack_info *s = d->current_stack;
+  if (CAMLunlikely(s == NULL)) return CAML_POINT_RUNTIME;
+  uintnat pc = (uintnat)Saved_return_address(First_frame((char *)s->sp));
+  struct call_cached *cache = call_cache[d->id];
+  if (CAMLlikely(cache != NULL)) {
+    struct call_cached *e = &cache[call_slot(pc)];
+    if (e->pc == pc) return Caml_point_reserved(e->id);
+  }
+  return Caml_point_reserved(call_miss(d, pc));
 }
 
 /**** The minor heap, chunk by chunk (design 4) ****/
@@ -633,6 +791,34 @@ static bool render_points(struct caml_memprof_buf *b)
   return b->err == 0;
 }
 
+/* The call points with any count, in id order (design 6). */
+static bool render_calls(struct caml_memprof_buf *b)
+{
+  pair c[KINDS];
+  bool first = true;
+  caml_plat_lock_blocking(&tables_lock);
+  for (size_t i = 0; i < ncalls; i++) {
+    struct caml_loc_info li;
+    if (!sum_id(call_points[i].id, c) || !call_location(call_points[i].d, &li))
+      continue;
+    if (!first) caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_lit(b, "\n[");
+    first = false;
+    caml_memprof_buf_json_string(b, li.loc_filename);
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_int(b, li.loc_start_lnum);
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_int(b, li.loc_start_chr);
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_int(b, li.loc_end_chr);
+    caml_memprof_buf_lit(b, ",");
+    caml_memprof_buf_json_string(b, li.loc_defname);
+    render_counts(b, c);
+  }
+  caml_plat_unlock(&tables_lock);
+  return b->err == 0;
+}
+
 bool caml_memprof_points_render(struct caml_memprof_buf *b)
 {
   if (!caml_memprof_points_on) return true;
@@ -642,6 +828,8 @@ bool caml_memprof_points_render(struct caml_memprof_buf *b)
   caml_memprof_buf_printf(b, ",\"complete\":%s,\"points\":[",
                           exhausted ? "false" : "true");
   if (!render_points(b)) return false;
+  caml_memprof_buf_lit(b, "\n],\"calls\":[");
+  if (!render_calls(b)) return false;
   caml_memprof_buf_lit(b, "\n]}");
   return b->err == 0;
 }
@@ -668,6 +856,8 @@ void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 void caml_memprof_points_count_live(header_t hd) { (void)hd; }
 void caml_memprof_points_live_begin(void) { }
 void caml_memprof_points_live_end(const char *missing) { (void)missing; }
+reserved_t caml_memprof_points_c_caller(void) { return 0; }
+
 bool caml_memprof_points_render(struct caml_memprof_buf *b)
 {
   if (!requested) return true;

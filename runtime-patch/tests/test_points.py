@@ -12,6 +12,7 @@ import subprocess
 import pytest
 
 from runtime_testlib import PROGRAMS, profile, read_profile, run
+from runtime_testlib import points_minor_words as minor_words
 
 N, K, M = 3000, 2000, 11
 RUNPARAMS = ("s=32k", "s=4M")
@@ -30,6 +31,17 @@ def points(prof):
         counts = p[5:]
         out[key] = counts if prev is None else [
             None if a is None or b is None else a + b for a, b in zip(prev, counts)]
+    return out
+
+
+def calls(prof):
+    """{(file, line, function, first char): counts} of the profile's call
+    points (allocation in C, per OCaml call)."""
+    out = {}
+    for p in prof["points"]["calls"]:
+        key = (p[0], p[1], p[4], p[2])
+        prev = out.get(key)
+        out[key] = p[5:] if prev is None else [a + b for a, b in zip(prev, p[5:])]
     return out
 
 
@@ -53,7 +65,7 @@ def test_known_allocation_is_counted_exactly_at_each_point(known, tmp_path, runp
     exe, src = known
     small = (N, K, 1000, 40, M, 3)
     large = (N, K, 2000, 80, M, 7)
-    runs = {}
+    runs, in_c = {}, {}
     for args in (small, large):
         d = tmp_path / "-".join(map(str, args))
         d.mkdir()
@@ -64,8 +76,9 @@ def test_known_allocation_is_counted_exactly_at_each_point(known, tmp_path, runp
         # unprofiled run's.
         assert {k: prof["gc"][k] for k in KEYS} == unprofiled_counters(exe, args, runparam)
         # Every word allocated in the minor heap is some point's.
-        assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+        assert minor_words(prof) == prof["gc"]["minor_words"]
         runs[args] = points(prof)
+        in_c[args] = calls(prof)
     tuple_line = line_of(src, "Sys.opaque_identity (i, -i)")
     float_line = line_of(src, "Sys.opaque_identity (float_of_int i")
     for args, pts in runs.items():
@@ -80,9 +93,17 @@ def test_known_allocation_is_counted_exactly_at_each_point(known, tmp_path, runp
         assert pts[("", 0, "(unmarshal)", 0)][:4] == [M, 3 * M, 0, 0]
     s, lg = runs[small], runs[large]
     delta = lambda name: [b - a for a, b in zip(s[("", 0, name, 0)][:4], lg[("", 0, name, 0)][:4])]
-    # the array goes straight to the major heap; the string is made by a C
-    # primitive in the minor heap: 80 bytes take 11 words, 40 take 6
-    assert delta("(runtime)") == [0, 5, 0, 1000]
+    # What C allocates counts at the OCaml call that ran it: the array goes
+    # straight to the major heap; the string is made in the minor heap
+    # (40 bytes in 6 words and a header, 80 in 11) and promoted by the
+    # collection it is still in use at; neither is live at exit.
+    at_call = lambda cs, needle: [c for k, c in cs.items()
+                                  if k[:2] == ("points_known.ml", line_of(src, needle))]
+    for args, pts in in_c.items():
+        a, b = args[2], args[3]
+        assert at_call(pts, "Array.make a 0") == [[0, 0, 1, a + 1, 0, 0, 0, 0]]
+        assert at_call(pts, "Bytes.create b") == [[1, 1 + (b + 8) // 8, 0, 0, 1, 1 + (b + 8) // 8, 0, 0]]
+    assert delta("(runtime)") == [0, 0, 0, 0]
     assert delta("(Obj.dup)") == [4, 8, 0, 0]
 
 
@@ -95,7 +116,10 @@ def test_counts_do_not_depend_on_the_minor_heap(known, tmp_path):
         prof, _, _ = profile(exe, N, K, 1000, 40, M, 3, rate=1e-4, tmp=d,
                              points="on", runparam=runparam)
         allocated.append({k: c[:4] for k, c in points(prof).items()})
-    assert allocated[0] == allocated[1]
+        allocated.append({k: c[:4] for k, c in calls(prof).items()})
+    assert allocated[0] == allocated[2] and allocated[1] == allocated[3]
+    assert ("points_known.ml", line_of(PROGRAMS.joinpath("points_known.ml").read_text(),
+                                      "Array.make a 0")) in {k[:2] for k in allocated[1]}
 
 
 @pytest.mark.parametrize("runparam", RUNPARAMS)
@@ -110,7 +134,7 @@ def test_counts_stay_exact_past_the_packed_counters_room(build, tmp_path, runpar
     prof, _, _ = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on",
                          runparam=runparam)
     assert prof["gc"]["minor_words"] > 2 ** 26
-    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    assert minor_words(prof) == prof["gc"]["minor_words"]
     pts = points(prof)
     at = lambda needle: [c[:2] for (f, ln, fn, _), c in pts.items()
                          if f == "points_many.ml" and ln == line_of(src, needle)]
@@ -158,7 +182,7 @@ def test_blocks_allocated_by_memprof_callbacks_and_cancelled_allocations(build, 
                            runparam=runparam)
     kept, made, raised = map(int, res.stdout.split())
     assert kept == n and made + raised == n and raised > 0, res.stdout
-    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    assert minor_words(prof) == prof["gc"]["minor_words"]
     pts = points(prof)
 
     def minor(needle):
@@ -217,7 +241,7 @@ def test_a_forked_child_counts_its_own_chunks(build, tmp_path):
     expected = {"parent": {"before": n, "in_child": 0, "after": n},
                 "child": {"before": n, "in_child": n, "after": 0}}
     for side, prof in profiles.items():
-        assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"], side
+        assert minor_words(prof) == prof["gc"]["minor_words"], side
         got = {name: sum(c[0] for (f, ln, _, _), c in points(prof).items()
                          if f == "points_fork.ml" and ln == line)
                for name, line in lines.items()}
@@ -235,7 +259,7 @@ def test_domains_and_systhreads_with_reused_slots_count_every_block_once(build, 
                            runparam="s=32k")
     made, kept = map(int, res.stdout.split())
     assert kept == made // 16
-    assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+    assert minor_words(prof) == prof["gc"]["minor_words"]
     line = line_of(src, "Sys.opaque_identity (id, i)")
     pair = [c[:4] for (f, ln, fn, _), c in points(prof).items()
             if f == "points_threads.ml" and ln == line]

@@ -13,8 +13,8 @@ import threading
 
 import pytest
 
-from runtime_testlib import (ROOT, binomial_bound_ok, profile, read_profile, run,
-                             same_but_live_mode, site_totals)
+from runtime_testlib import (ROOT, binomial_bound_ok, points_minor_words, profile,
+                             read_profile, run, same_but_live_mode, site_totals)
 
 COUNTS = ["blocks", "samples", "words", "minor_samples", "major_samples",
           "marshal_samples", "custom_samples", "promoted_samples",
@@ -295,7 +295,7 @@ def test_live_off_decides_nothing_at_exit(build, tmp_path, backend):
         if backend == "native":
             assert (prof["points"]["live"] is True) == (live == "walk")
             # Every young block counted at its point, with no collection.
-            assert sum(p[6] for p in prof["points"]["points"]) == prof["gc"]["minor_words"]
+            assert points_minor_words(prof) == prof["gc"]["minor_words"]
     assert decided["walk"] == {f"Reach.{k}": k in REACH_KEPT for k in REACH_KEPT + REACH_DROPPED}
     assert all(decided["off"].values())
     assert prof["totals"]["collected_samples"] == 0

@@ -3,8 +3,10 @@
  *
  * 1. A block's allocation point is the id in its header's reserved bits
  *    (Reserved_hd). Native code writes it (the compiler's selectgen.ml);
- *    the runtime writes the pseudo ids below; every other block the
- *    runtime allocates carries CAML_POINT_RUNTIME.
+ *    the runtime writes the pseudo ids below for unmarshalled blocks and
+ *    copies, and for every other block it allocates the id of the OCaml
+ *    call running it (`c_caller`, a "call point"), or CAML_POINT_RUNTIME
+ *    when there is none with a source location.
  * 2. `start` registers the tables of the units linked in and switches
  *    counting on; it runs once, from the tracker's start, before any
  *    OCaml code. `register` adds a table natdynlink loaded, when counting
@@ -61,6 +63,11 @@ extern bool caml_memprof_points_live_on;
 
 void caml_memprof_points_start(void);
 void caml_memprof_points_register(void *table);
+
+/* The reserved bits of a block the runtime allocates now, while points
+ * are counted (memory.h, Caml_alloc_c_reserved; memprof_points.c,
+ * design 6). Takes no OCaml lock and allocates nothing on the heap. */
+CAMLextern reserved_t caml_memprof_points_c_caller(void);
 
 void caml_memprof_points_count_minor(caml_domain_state *d);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
