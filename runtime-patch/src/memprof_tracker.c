@@ -7,7 +7,11 @@
  *    code runs and nothing is allocated on the OCaml heap per sample.
  *    New domains and threads inherit the profile. Profiles the program
  *    starts itself with Gc.Memprof run beside it, each with its own
- *    sampler (memprof.c, design 8.11).
+ *    sampler (memprof.c, design 8.11). The profile is written by
+ *    caml_memprof_tracker_finish: from caml_do_exit (sys.c) when the
+ *    program exits, or from caml_shutdown (startup_aux.c) when a C
+ *    program that embeds OCaml shuts the runtime down, before the heap
+ *    is freed; whichever comes first, once.
  * 2. Sites: one record per distinct raw callstack prefix (at most
  *    `frames` slots), found through an open-addressing hash table that
  *    readers probe without a lock (each thread first tries the site

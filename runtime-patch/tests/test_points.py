@@ -155,6 +155,26 @@ def test_two_domains_count_every_block_once(build, tmp_path):
     assert tup == [[2 * n, 6 * n, 0, 0, 2 * n, 6 * n, 64, 192]], tup
 
 
+def test_a_c_program_that_embeds_ocaml_is_profiled_at_shutdown(build, tmp_path):
+    """embed_stub.c's main runs embed.ml through caml_startup, allocates n
+    strings from C with no OCaml code running, then calls caml_shutdown:
+    the profile is written there, the array counts at its OCaml call, the
+    strings (2 words each) at (runtime), having no OCaml call to count at."""
+    exe = build("embed")
+    runs = {}
+    for n in (100, 1100):
+        d = tmp_path / str(n)
+        d.mkdir()
+        prof, _, _ = profile(exe, n, rate=1e-4, tmp=d, points="on")
+        assert prof["points"]["live"] is True
+        runs[n] = (points(prof)[("", 0, "(runtime)", 0)], calls(prof))
+    (rt_small, c_small), (rt_large, c_large) = runs[100], runs[1100]
+    assert [b - a for a, b in zip(rt_small[:2], rt_large[:2])] == [1000, 2000]
+    assert c_small == c_large
+    arr = [c for k, c in c_large.items() if k[0] == "embed.ml"]
+    assert arr == [[1, 11, 0, 0, 1, 11, 1, 11]], c_large
+
+
 def test_points_in_bytecode_say_they_are_unavailable(build, tmp_path):
     exe = build("points_known", backend="bytecode")
     prof, _, _ = profile(exe, 10, 10, 10, 10, 1, 1, rate=1e-4, tmp=tmp_path,
