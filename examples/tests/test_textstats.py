@@ -20,8 +20,8 @@ HARNESS = ["/usr/bin/python3", "-m", "memprof_ci"]
 # The injected regression: line_features allocates a 26-element array
 # instead of 20 (27 words instead of 21, +29% at that site). Array.make
 # allocates in C (caml_make_vect), so the check names the site's row for
-# allocation in C, judged from the samples; the baselines also count the
-# example's allocation points exactly.
+# allocation in C, counted exactly at that call (a call point), as the
+# baselines count the example's allocation points.
 ORIGINAL = "let f = Array.make 20 0 in"
 REGRESSED = "let f = Array.make 26 0 in"
 
@@ -106,5 +106,8 @@ def test_injected_regression_fails_naming_the_site(tmp_path, env):
     regressed = [a["site"] for a in report["benchmarks"]["textstats"]["alloc"]
                  if a["status"] == "regression"]
     assert regressed == ["Textstats.line_features @ lib/textstats.ml (in C)"]
+    row = next(a for a in report["benchmarks"]["textstats"]["alloc"]
+               if a["status"] == "regression")
+    assert row["points"] and row["p_adj"] is None, row
     md = (project / "_build/alloc-report/report.md").read_text()
     assert "Textstats.line_features" in md
