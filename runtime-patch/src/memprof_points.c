@@ -40,7 +40,9 @@
  *    - Major: caml_alloc_shr and its variants, and unmarshalling's own
  *      major allocation.
  *    - Promoted: in oldify, by the domain whose update of the young
- *      header succeeds, so a block two domains race for counts once.
+ *      header succeeds, so a block two domains race for counts once,
+ *      packed like the minor counts (`promoted_end` after the domain's
+ *      part of each collection adds them up now and then).
  *    - Live at exit: each block the exit's walk of reachability enters
  *      (memprof_reach.c, or memprof_snapshot.c's walk), counted afresh
  *      by each walk (`live_begin`); without a completed walk the profile
@@ -72,8 +74,8 @@
  *      pointer with the allocation undone, is a boundary between blocks
  *      (`at_boundary`). The domain keeps it, or with the chunk's other
  *      boundaries kept already it counts the chunk [boundary, walked):
- *      its segments four side by side, since the walk of one segment is a
- *      chain of loads (each header gives the next one's address) and
+ *      its segments eight side by side, since the walk of one segment is
+ *      a chain of loads (each header gives the next one's address) and
  *      independent chains overlap; that, not the cache, is what a walk
  *      of one segment at a time waits on. The limit is then set again
  *      by a compare-and-swap from the value just read, unless an
@@ -111,7 +113,7 @@
  *      headers no other domain changes then (Lazy's tag updates keep the
  *      size and the reserved bits). A terminating domain's last
  *      collection walks what it left.
- *    - Runs of equal headers are counted together (when the segments
+ *    - Runs of equal headers are counted together (when four segments
  *      side by side all read one header, and at the end of a segment):
  *      the next header's address then does not wait on a load of the
  *      size, nor one update of a counter on the one before.
@@ -209,14 +211,20 @@ typedef struct caml_memprof_points_pair pair;
  * (`settle`) at the start of a cycle that would take those words past
  * PACK_ROOM, or at every cycle if its minor heap is larger (up to
  * 2^32 - 2 words, 32 GiB). */
-#define PACK_SHIFT 33
-#define PACK_ONE ((uint64_t)1 << PACK_SHIFT)
+#define PACK_SHIFT CAML_POINTS_PACK_SHIFT
+#define PACK_ONE CAML_POINTS_PACK_ONE
 #define PACK_ROOM ((uint64_t)1 << 26)
 
+/* Promotions are packed the same way, in `packed_promoted`: what one
+ * collection promotes is below its live_bytes, which the domain adds up
+ * after it (`promoted_words`), and the domain settles them into
+ * `promoted` once that passes PACK_ROOM. Their sums stay in their bits
+ * while no collection promotes 2^33 - 2^26 words (64 GiB). */
 struct domain_counts {
   pair *minor, *major, *promoted;
-  uint64_t *packed;
+  uint64_t *packed, *packed_promoted;
   uint64_t packed_words;     /* minor heap words since the last settling */
+  uint64_t promoted_words;   /* a bound on the words packed in promotions */
 };
 static struct domain_counts per_domain[Max_domains_max];
 static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
@@ -228,8 +236,7 @@ static const char *live_missing = "no walk of the heap at exit";
 #define SEGMENT_BYTES ((uintnat)32 * 1024)
 
 struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
-pair *
-  caml_memprof_points_promoted_counts[Max_domains_max];
+uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
 
 static void *id_map(size_t entry)
 {
@@ -254,7 +261,8 @@ static struct domain_counts *counts_of(caml_domain_state *d)
     c->promoted = id_array();
     c->minor = id_array();
     c->packed = id_map(sizeof(uint64_t));
-    caml_memprof_points_promoted_counts[d->id] = c->promoted;
+    c->packed_promoted = id_map(sizeof(uint64_t));
+    caml_memprof_points_promoted_counts[d->id] = c->packed_promoted;
     int used = atomic_load(&slots_used);
     while (used <= d->id
            && !atomic_compare_exchange_weak(&slots_used, &used, d->id + 1)) { }
@@ -526,11 +534,61 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
   count_two(m, p2, e2, p3, e3);
 }
 
-/* Count the segments [p[i], e[i]), i < n, all headered: four side by
- * side, then two, then one. */
+/* Eight segments side by side, as count_four but with twice the chains
+ * in flight; eight pointers still fit in registers, as the steps need
+ * no ends. A run is followed in the first four segments only: when they
+ * all read one header, they go on together to the end of the run (eight
+ * updates of one counter in a row would each wait for the one before),
+ * and the eight then resume. When no steps are left, count_four takes
+ * each half to its end. */
+static void count_eight(uint64_t *m, header_t **p, header_t **e)
+{
+  header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
+  header_t *p4 = p[4], *p5 = p[5], *p6 = p[6], *p7 = p[7];
+  for (;;) {
+    uintnat room = e[0] - p0;
+#define NARROW(i) \
+    if ((uintnat)(e[i] - p##i) < room) room = e[i] - p##i
+    NARROW(1); NARROW(2); NARROW(3); NARROW(4); NARROW(5); NARROW(6);
+    NARROW(7);
+#undef NARROW
+    uintnat steps = room / Whsize_wosize(Max_young_wosize);
+    if (steps == 0) break;
+    do {
+      header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
+      if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
+        uintnat wo = WOSIZE(h0);
+        uint64_t k = 0;
+        do {
+          p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
+          k++;
+        } while (p0 < e[0] && p1 < e[1] && p2 < e[2] && p3 < e[3]
+                 && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
+        m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
+        break;                  /* the ends moved: count the room again */
+      }
+      header_t h4 = *p4, h5 = *p5, h6 = *p6, h7 = *p7;
+      COUNT_STEP(m, h0, p0);
+      COUNT_STEP(m, h1, p1);
+      COUNT_STEP(m, h2, p2);
+      COUNT_STEP(m, h3, p3);
+      COUNT_STEP(m, h4, p4);
+      COUNT_STEP(m, h5, p5);
+      COUNT_STEP(m, h6, p6);
+      COUNT_STEP(m, h7, p7);
+    } while (--steps > 0);
+  }
+  header_t *lo[4] = { p0, p1, p2, p3 }, *hi[4] = { p4, p5, p6, p7 };
+  count_four(m, lo, e);
+  count_four(m, hi, e + 4);
+}
+
+/* Count the segments [p[i], e[i]), i < n, all headered: eight side by
+ * side, then four, two, one. */
 static void count_segments(uint64_t *m, header_t **p, header_t **e, int n)
 {
   int i = 0;
+  for (; i + 8 <= n; i += 8) count_eight(m, p + i, e + i);
   for (; i + 4 <= n; i += 4) count_four(m, p + i, e + i);
   for (; i + 2 <= n; i += 2) count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
   if (i < n) count_one(m, p[i], e[i]);
@@ -580,23 +638,22 @@ static void add_packed(pair *into, uint64_t x)
 
 /* Move the packed counts of `id` to its pair; pages of ids never
  * counted are only read. */
-static void settle_id(struct domain_counts *c, uintnat id)
+static void settle_id(uint64_t *packed, pair *into, uintnat id)
 {
-  uint64_t x = c->packed[id];
+  uint64_t x = packed[id];
   if (x == 0) return;
-  add_packed(&c->minor[id], x);
-  c->packed[id] = 0;
+  add_packed(&into[id], x);
+  packed[id] = 0;
 }
 
-/* Add the domain's packed counts to its `minor` pairs. */
-static void settle(struct domain_counts *c)
+/* Add the packed counts `packed` to their pairs `into`. */
+static void settle(uint64_t *packed, pair *into)
 {
   caml_plat_lock_blocking(&tables_lock);
   uintnat n = next_id;
   caml_plat_unlock(&tables_lock);
-  for (uintnat id = 0; id < n; id++) settle_id(c, id);
-  settle_id(c, CAML_POINT_UNREGISTERED);
-  c->packed_words = 0;
+  for (uintnat id = 0; id < n; id++) settle_id(packed, into, id);
+  settle_id(packed, into, CAML_POINT_UNREGISTERED);
 }
 
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d)
@@ -608,7 +665,10 @@ void caml_memprof_points_minor_heap_reset(caml_domain_state *d)
   if (caml_memprof_points_on) {
     struct domain_counts *c = counts_of(d);
     uint64_t words = d->young_end - d->young_start;
-    if (c->packed_words + words > PACK_ROOM) settle(c);
+    if (c->packed_words + words > PACK_ROOM) {
+      settle(c->packed, c->minor);
+      c->packed_words = 0;
+    }
     c->packed_words += words;
     set_trigger(d, y);
   }
@@ -669,6 +729,17 @@ void caml_memprof_points_count_minor(caml_domain_state *d)
   count_below_walked(d, &caml_memprof_points_young[d->id], d->young_ptr);
 }
 
+void caml_memprof_points_promoted_end(caml_domain_state *d,
+                                      uintnat live_bytes)
+{
+  struct domain_counts *c = counts_of(d);
+  c->promoted_words += Wsize_bsize(live_bytes);
+  if (c->promoted_words > PACK_ROOM) {
+    settle(c->packed_promoted, c->promoted);
+    c->promoted_words = 0;
+  }
+}
+
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 {
   pair *c = &counts_of(d)->major[Reserved_hd(hd)];
@@ -715,6 +786,7 @@ static bool sum_id(uintnat id, pair out[KINDS])
       out[k].words += src[k][id].words;
     }
     add_packed(&out[MINOR], c->packed[id]);
+    add_packed(&out[PROMOTED], c->packed_promoted[id]);
   }
   if (live_missing == NULL) out[LIVE] = live[id];
   for (int k = 0; k < KINDS; k++) if (out[k].blocks) return true;
@@ -841,10 +913,12 @@ static bool requested = false;
 void caml_memprof_points_start(void) { requested = true; }
 void caml_memprof_points_register(void *table) { (void)table; }
 struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
-struct caml_memprof_points_pair *
-  caml_memprof_points_promoted_counts[Max_domains_max];
+uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
 
 void caml_memprof_points_count_minor(caml_domain_state *d) { (void)d; }
+void caml_memprof_points_promoted_end(caml_domain_state *d,
+                                      uintnat live_bytes)
+{ (void)d; (void)live_bytes; }
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d) { (void)d; }
 bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
 { (void)d; (void)whsize; return false; }

@@ -107,6 +107,12 @@ def points_minor_words(prof):
     return sum(p[6] for p in prof["points"]["points"] + prof["points"]["calls"])
 
 
+def points_promoted_words(prof):
+    """The promoted words of every allocation point and call point of a
+    points=on profile: in a one-domain program, all the GC promoted."""
+    return sum(p[10] for p in prof["points"]["points"] + prof["points"]["calls"])
+
+
 def profile(exe, *args, rate, seed=1, frames=16, live=None, stackmem=None,
             snapshot=None, points=None, tmp, name="p.json", **kw):
     """Run under the built-in tracker and return (parsed profile, raw bytes, result)."""

@@ -13,6 +13,7 @@ import pytest
 
 from runtime_testlib import PROGRAMS, profile, read_profile, run
 from runtime_testlib import points_minor_words as minor_words
+from runtime_testlib import points_promoted_words as promoted_words
 
 N, K, M = 3000, 2000, 11
 RUNPARAMS = ("s=32k", "s=4M")
@@ -138,8 +139,27 @@ def test_counts_stay_exact_past_the_packed_counters_room(build, tmp_path, runpar
     pts = points(prof)
     at = lambda needle: [c[:2] for (f, ln, fn, _), c in pts.items()
                          if f == "points_many.ml" and ln == line_of(src, needle)]
+    assert at("Sys.opaque_identity (i, -i)") == [[n, 3 * n]]
     assert at("Sys.opaque_identity (i, i)") == [[n, 3 * n]]
     assert at("Sys.opaque_identity (float_of_int i)") == [[n // 3, 2 * (n // 3)]]
+
+
+def test_promotions_stay_exact_past_the_packed_counters_room(build, tmp_path):
+    """Promotions are packed too and added up once 2^26 words have been
+    promoted (memprof_points.c): a run whose tuples are all kept past
+    the next collection and promote more than that counts each one."""
+    n = 24_000_000
+    exe = build("points_ring")
+    src = (PROGRAMS / "points_ring.ml").read_text()
+    prof, _, _ = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on",
+                         live="off", runparam="s=32k")
+    assert prof["gc"]["promoted_words"] > 2 ** 26
+    assert promoted_words(prof) == prof["gc"]["promoted_words"]
+    tup = [c for (f, ln, fn, _), c in points(prof).items()
+           if f == "points_ring.ml" and ln == line_of(src, "Sys.opaque_identity (i, i)")]
+    assert len(tup) == 1 and tup[0][:2] == [n, 3 * n], tup
+    # all but those of the minor heap the program ends in (32k words)
+    assert n - 32 * 1024 // 3 <= tup[0][4] <= n and tup[0][5] == 3 * tup[0][4], tup
 
 
 def test_two_domains_count_every_block_once(build, tmp_path):

@@ -16,7 +16,8 @@
  *    `minor_walk` at the start of a minor collection (minor_gc.c, before
  *    any promotion: the part of the minor heap no chunk counted),
  *    `promoted` where the collection's update of a young header
- *    succeeds, `major` for a block allocated directly in the major heap,
+ *    succeeds (and `promoted_end` after the domain's part of the
+ *    collection), `major` for a block allocated directly in the major heap,
  *    `live` for each block the exit's walk of reachability enters for
  *    the first time (memprof_reach.c, memprof_snapshot.c).
  * 4. `render` writes the profile's "points" section (profile-format.md).
@@ -70,31 +71,40 @@ void caml_memprof_points_register(void *table);
 CAMLextern reserved_t caml_memprof_points_c_caller(void);
 
 void caml_memprof_points_count_minor(caml_domain_state *d);
+/* At the end of a domain's part of a minor collection, with the bytes it
+ * promoted (oldify's live_bytes, at least the promoted blocks' words):
+ * the packed counts of promotions are added to their pairs when near
+ * full (memprof_points.c, `settle`). */
+void caml_memprof_points_promoted_end(caml_domain_state *d,
+                                      uintnat live_bytes);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
 void caml_memprof_points_count_live(header_t hd);
 
 /* Counts of one allocation point, in a domain's counters. */
 struct caml_memprof_points_pair { uint64_t blocks, words; };
 
-/* Per domain slot, its counters of promoted blocks by id; set by the
- * domain's first count, which the walk at the start of every minor
+/* Packed counts, one word per id: each block adds
+ * CAML_POINTS_PACK_ONE + its wosize, the blocks above the shift and the
+ * sum of their fields below (memprof_points.c, `settle`). */
+#define CAML_POINTS_PACK_SHIFT 33
+#define CAML_POINTS_PACK_ONE ((uint64_t)1 << CAML_POINTS_PACK_SHIFT)
+
+/* Per domain slot, its packed counts of promoted blocks by id; set by
+ * the domain's first count, which the walk at the start of every minor
  * collection is, before anything is promoted. The collection keeps its
  * domain's in its oldify state. */
-extern struct caml_memprof_points_pair *caml_memprof_points_promoted_counts[];
+extern uint64_t *caml_memprof_points_promoted_counts[];
 
 /* In oldify, inline: a promotion is counted on the collection's hot
  * path, into the collecting domain's counters `t`. The site and size
  * are read from the major copy, whose header carries the young block's
  * reserved bits and size: oldify then keeps no young header alive
  * across its calls, which would cost it spills with points off. */
-Caml_inline void caml_memprof_points_promoted(
-  struct caml_memprof_points_pair *t, value copy)
+Caml_inline void caml_memprof_points_promoted(uint64_t *t, value copy)
 {
   if (caml_memprof_points_on) {
     header_t hd = Hd_val(copy);
-    struct caml_memprof_points_pair *c = &t[Reserved_hd(hd)];
-    c->blocks++;
-    c->words += Whsize_hd(hd);
+    t[Reserved_hd(hd)] += CAML_POINTS_PACK_ONE + Wosize_hd(hd);
   }
 }
 

@@ -1,10 +1,15 @@
-(* Many short-lived blocks at two allocation points: n pairs, and a boxed
-   float every third pair. With n in the tens of millions the minor heap
-   cycles through more words than memprof_points.c keeps packed between
-   settlings. *)
+(* Many short-lived blocks at three allocation points: n pairs alone,
+   whose equal headers make runs in every segment of the minor heap; then
+   n pairs with a boxed float every third pair, a mix. With n in the tens
+   of millions the minor heap cycles through more words than
+   memprof_points.c keeps packed between settlings. *)
 let () =
   let n = int_of_string Sys.argv.(1) in
   let r = ref 0 in
+  for i = 1 to n do
+    let t = Sys.opaque_identity (i, -i) in
+    r := !r + fst t
+  done;
   for i = 1 to n do
     let t = Sys.opaque_identity (i, i) in
     r := !r + fst t;
