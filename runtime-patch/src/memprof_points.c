@@ -462,6 +462,23 @@ reserved_t caml_memprof_points_c_caller(void)
     (p) += wo_ + 1;                                                     \
   } while (0)
 
+/* Four segments at p0..p3 (ends e0..e3) that all read header h go on
+ * together while they do: the next headers' addresses then wait on no
+ * load of the size, and one update of the counter serves the whole run
+ * instead of updates of the same counter in a row, each waiting for the
+ * one before. The pointers are left past the run. */
+#define COUNT_RUN_OF_FOUR(m, h, p0, p1, p2, p3, e0, e1, e2, e3) do {      \
+    uintnat wo_ = WOSIZE(h);                                            \
+    uint64_t k_ = 0;                                                    \
+    do {                                                                \
+      (p0) += wo_ + 1; (p1) += wo_ + 1; (p2) += wo_ + 1; (p3) += wo_ + 1; \
+      k_++;                                                             \
+    } while ((p0) < (e0) && (p1) < (e1) && (p2) < (e2) && (p3) < (e3)   \
+             && *(p0) == (h) && *(p1) == (h) && *(p2) == (h)            \
+             && *(p3) == (h));                                          \
+    (m)[Reserved_hd(h)] += 4 * k_ * (PACK_ONE + wo_);                   \
+  } while (0)
+
 /* Count the blocks of [p, end), all headered. A run of equal headers is
  * counted at once: the next header's address then does not wait on a
  * load of the size. */
@@ -494,10 +511,7 @@ static void count_two(uint64_t *m, header_t *p0, header_t *e0,
  * loads (each header gives the next one's address), and independent
  * chains overlap; four keep every pointer in a register. When all four
  * read the same header (in a long run of one kind of block), they go
- * on together while they do, their addresses no longer waiting on the
- * loads, and one update of the counter serves them all instead of
- * updates of the same counter in a row, each waiting for the one
- * before. */
+ * on together (COUNT_RUN_OF_FOUR). */
 static void count_four(uint64_t *m, header_t **p, header_t **e)
 {
   header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
@@ -514,14 +528,7 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
     do {
       header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
       if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
-        uintnat wo = WOSIZE(h0);
-        uint64_t k = 0;
-        do {
-          p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
-          k++;
-        } while (p0 < e0 && p1 < e1 && p2 < e2 && p3 < e3
-                 && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
-        m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
+        COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e0, e1, e2, e3);
         break;
       }
       COUNT_STEP(m, h0, p0);
@@ -557,14 +564,7 @@ static void count_eight(uint64_t *m, header_t **p, header_t **e)
     do {
       header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
       if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
-        uintnat wo = WOSIZE(h0);
-        uint64_t k = 0;
-        do {
-          p0 += wo + 1; p1 += wo + 1; p2 += wo + 1; p3 += wo + 1;
-          k++;
-        } while (p0 < e[0] && p1 < e[1] && p2 < e[2] && p3 < e[3]
-                 && *p0 == h0 && *p1 == h0 && *p2 == h0 && *p3 == h0);
-        m[Reserved_hd(h0)] += 4 * k * (PACK_ONE + wo);
+        COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e[0], e[1], e[2], e[3]);
         break;                  /* the ends moved: count the room again */
       }
       header_t h4 = *p4, h5 = *p5, h6 = *p6, h7 = *p7;
