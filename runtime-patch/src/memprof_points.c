@@ -215,10 +215,11 @@ typedef struct caml_memprof_points_pair pair;
 #define PACK_ONE CAML_POINTS_PACK_ONE
 #define PACK_ROOM ((uint64_t)1 << 26)
 
-/* Promotions are packed the same way, in `packed_promoted`: what one
- * collection promotes is below its live_bytes, which the domain adds up
- * after it (`promoted_words`), and the domain settles them into
- * `promoted` once that passes PACK_ROOM. Their sums stay in their bits
+/* Promotions are packed the same way, in `packed_promoted`: what a
+ * domain promotes in one collection is at most the words it allocates in
+ * the major heap during it, which it adds up after each
+ * (`promoted_words`), and it settles them into `promoted` once that
+ * passes PACK_ROOM. Their sums stay in their bits
  * while no collection promotes 2^33 - 2^26 words (64 GiB). */
 struct domain_counts {
   pair *minor, *major, *promoted;
@@ -730,10 +731,10 @@ void caml_memprof_points_count_minor(caml_domain_state *d)
 }
 
 void caml_memprof_points_promoted_end(caml_domain_state *d,
-                                      uintnat live_bytes)
+                                      uintnat major_words)
 {
   struct domain_counts *c = counts_of(d);
-  c->promoted_words += Wsize_bsize(live_bytes);
+  c->promoted_words += major_words;
   if (c->promoted_words > PACK_ROOM) {
     settle(c->packed_promoted, c->promoted);
     c->promoted_words = 0;
@@ -917,8 +918,8 @@ uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
 
 void caml_memprof_points_count_minor(caml_domain_state *d) { (void)d; }
 void caml_memprof_points_promoted_end(caml_domain_state *d,
-                                      uintnat live_bytes)
-{ (void)d; (void)live_bytes; }
+                                      uintnat major_words)
+{ (void)d; (void)major_words; }
 void caml_memprof_points_minor_heap_reset(caml_domain_state *d) { (void)d; }
 bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
 { (void)d; (void)whsize; return false; }

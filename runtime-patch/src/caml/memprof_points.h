@@ -71,12 +71,12 @@ void caml_memprof_points_register(void *table);
 CAMLextern reserved_t caml_memprof_points_c_caller(void);
 
 void caml_memprof_points_count_minor(caml_domain_state *d);
-/* At the end of a domain's part of a minor collection, with the bytes it
- * promoted (oldify's live_bytes, at least the promoted blocks' words):
- * the packed counts of promotions are added to their pairs when near
- * full (memprof_points.c, `settle`). */
+/* At the end of a domain's part of a minor collection, with the words it
+ * allocated in the major heap during it (every copy it promoted, and the
+ * copies of races it lost): the packed counts of promotions are added to
+ * their pairs when near full (memprof_points.c, `settle`). */
 void caml_memprof_points_promoted_end(caml_domain_state *d,
-                                      uintnat live_bytes);
+                                      uintnat major_words);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
 void caml_memprof_points_count_live(header_t hd);
 
