@@ -77,7 +77,9 @@
  *      its segments eight side by side, since the walk of one segment is
  *      a chain of loads (each header gives the next one's address) and
  *      independent chains overlap; that, not the cache, is what a walk
- *      of one segment at a time waits on. The limit is then set again
+ *      of one segment at a time waits on. On amd64 the steps are written
+ *      in assembly (STEPS_ASM), which keeps the eight pointers in
+ *      registers where the compiler spilled half of them. The limit is then set again
  *      by a compare-and-swap from the value just read, unless an
  *      interrupt has raised it to the maximum; if the allocation passes
  *      the new limit, the dispatcher returns at once, with no actions
@@ -254,20 +256,24 @@ static pair *id_array(void) { return id_map(sizeof(pair)); }
  * domain itself counts into them (a block it promotes from another
  * domain's heap counts in its own arrays), so creating them needs no
  * lock; slots_used is raised atomically, for the profile's sums. */
-static struct domain_counts *counts_of(caml_domain_state *d)
+static Caml_noinline void counts_create(caml_domain_state *d,
+                                         struct domain_counts *c)
 {
-  struct domain_counts *c = &per_domain[d->id];
-  if (c->minor == NULL) {
-    c->major = id_array();
+  c->major = id_array();
     c->promoted = id_array();
     c->minor = id_array();
     c->packed = id_map(sizeof(uint64_t));
     c->packed_promoted = id_map(sizeof(uint64_t));
     caml_memprof_points_promoted_counts[d->id] = c->packed_promoted;
-    int used = atomic_load(&slots_used);
-    while (used <= d->id
-           && !atomic_compare_exchange_weak(&slots_used, &used, d->id + 1)) { }
-  }
+  int used = atomic_load(&slots_used);
+  while (used <= d->id
+         && !atomic_compare_exchange_weak(&slots_used, &used, d->id + 1)) { }
+}
+
+Caml_inline struct domain_counts *counts_of(caml_domain_state *d)
+{
+  struct domain_counts *c = &per_domain[d->id];
+  if (CAMLunlikely(c->minor == NULL)) counts_create(d, c);
   return c;
 }
 
@@ -452,148 +458,7 @@ reserved_t caml_memprof_points_c_caller(void)
 
 /**** The minor heap, chunk by chunk (design 4) ****/
 
-/* Wosize_hd by two shifts, with no mask to keep in a register. */
-#define WOSIZE(hd) (((hd) << HEADER_RESERVED_BITS) \
-                    >> (HEADER_RESERVED_BITS + HEADER_WOSIZE_SHIFT))
-
-/* One block, of header hd at *p: counted, and p moved past it. */
-#define COUNT_STEP(m, hd, p) do {                                       \
-    uintnat wo_ = WOSIZE(hd);                                           \
-    (m)[Reserved_hd(hd)] += PACK_ONE + wo_;                             \
-    (p) += wo_ + 1;                                                     \
-  } while (0)
-
-/* Four segments at p0..p3 (ends e0..e3) that all read header h go on
- * together while they do: the next headers' addresses then wait on no
- * load of the size, and one update of the counter serves the whole run
- * instead of updates of the same counter in a row, each waiting for the
- * one before. The pointers are left past the run. */
-#define COUNT_RUN_OF_FOUR(m, h, p0, p1, p2, p3, e0, e1, e2, e3) do {      \
-    uintnat wo_ = WOSIZE(h);                                            \
-    uint64_t k_ = 0;                                                    \
-    do {                                                                \
-      (p0) += wo_ + 1; (p1) += wo_ + 1; (p2) += wo_ + 1; (p3) += wo_ + 1; \
-      k_++;                                                             \
-    } while ((p0) < (e0) && (p1) < (e1) && (p2) < (e2) && (p3) < (e3)   \
-             && *(p0) == (h) && *(p1) == (h) && *(p2) == (h)            \
-             && *(p3) == (h));                                          \
-    (m)[Reserved_hd(h)] += 4 * k_ * (PACK_ONE + wo_);                   \
-  } while (0)
-
-/* Count the blocks of [p, end), all headered. A run of equal headers is
- * counted at once: the next header's address then does not wait on a
- * load of the size. */
-static void count_one(uint64_t *m, header_t *p, header_t *end)
-{
-  while (p < end) {
-    header_t hd = *p;
-    uintnat wo = WOSIZE(hd);
-    header_t *q = p + wo + 1;
-    uint64_t n = 1;
-    while (q < end && *q == hd) { n++; q += wo + 1; }
-    m[Reserved_hd(hd)] += n * (PACK_ONE + wo);
-    p = q;
-  }
-}
-
-static void count_two(uint64_t *m, header_t *p0, header_t *e0,
-                      header_t *p1, header_t *e1)
-{
-  while (p0 < e0 && p1 < e1) {
-    header_t h0 = *p0, h1 = *p1;
-    COUNT_STEP(m, h0, p0);
-    COUNT_STEP(m, h1, p1);
-  }
-  count_one(m, p0, e0);
-  count_one(m, p1, e1);
-}
-
-/* Four segments side by side: the walk of one segment is a chain of
- * loads (each header gives the next one's address), and independent
- * chains overlap; four keep every pointer in a register. When all four
- * read the same header (in a long run of one kind of block), they go
- * on together (COUNT_RUN_OF_FOUR). */
-static void count_four(uint64_t *m, header_t **p, header_t **e)
-{
-  header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-  header_t *e0 = e[0], *e1 = e[1], *e2 = e[2], *e3 = e[3];
-  for (;;) {
-    /* Steps that take no pointer past its end, as no young block is
-     * larger than Max_young_wosize: they need no check of the ends. */
-    uintnat room = e0 - p0;
-    if ((uintnat)(e1 - p1) < room) room = e1 - p1;
-    if ((uintnat)(e2 - p2) < room) room = e2 - p2;
-    if ((uintnat)(e3 - p3) < room) room = e3 - p3;
-    uintnat steps = room / Whsize_wosize(Max_young_wosize);
-    if (steps == 0) break;
-    do {
-      header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
-      if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
-        COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e0, e1, e2, e3);
-        break;
-      }
-      COUNT_STEP(m, h0, p0);
-      COUNT_STEP(m, h1, p1);
-      COUNT_STEP(m, h2, p2);
-      COUNT_STEP(m, h3, p3);
-    } while (--steps > 0);
-  }
-  count_two(m, p0, e0, p1, e1);
-  count_two(m, p2, e2, p3, e3);
-}
-
-/* Eight segments side by side, as count_four but with twice the chains
- * in flight; eight pointers still fit in registers, as the steps need
- * no ends. A run is followed in the first four segments only: when they
- * all read one header, they go on together to the end of the run (eight
- * updates of one counter in a row would each wait for the one before),
- * and the eight then resume. When no steps are left, count_four takes
- * each half to its end. */
-static void count_eight(uint64_t *m, header_t **p, header_t **e)
-{
-  header_t *p0 = p[0], *p1 = p[1], *p2 = p[2], *p3 = p[3];
-  header_t *p4 = p[4], *p5 = p[5], *p6 = p[6], *p7 = p[7];
-  for (;;) {
-    uintnat room = e[0] - p0;
-#define NARROW(i) \
-    if ((uintnat)(e[i] - p##i) < room) room = e[i] - p##i
-    NARROW(1); NARROW(2); NARROW(3); NARROW(4); NARROW(5); NARROW(6);
-    NARROW(7);
-#undef NARROW
-    uintnat steps = room / Whsize_wosize(Max_young_wosize);
-    if (steps == 0) break;
-    do {
-      header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
-      if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
-        COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e[0], e[1], e[2], e[3]);
-        break;                  /* the ends moved: count the room again */
-      }
-      header_t h4 = *p4, h5 = *p5, h6 = *p6, h7 = *p7;
-      COUNT_STEP(m, h0, p0);
-      COUNT_STEP(m, h1, p1);
-      COUNT_STEP(m, h2, p2);
-      COUNT_STEP(m, h3, p3);
-      COUNT_STEP(m, h4, p4);
-      COUNT_STEP(m, h5, p5);
-      COUNT_STEP(m, h6, p6);
-      COUNT_STEP(m, h7, p7);
-    } while (--steps > 0);
-  }
-  header_t *lo[4] = { p0, p1, p2, p3 }, *hi[4] = { p4, p5, p6, p7 };
-  count_four(m, lo, e);
-  count_four(m, hi, e + 4);
-}
-
-/* Count the segments [p[i], e[i]), i < n, all headered: eight side by
- * side, then four, two, one. */
-static void count_segments(uint64_t *m, header_t **p, header_t **e, int n)
-{
-  int i = 0;
-  for (; i + 8 <= n; i += 8) count_eight(m, p + i, e + i);
-  for (; i + 4 <= n; i += 4) count_four(m, p + i, e + i);
-  for (; i + 2 <= n; i += 2) count_two(m, p[i], e[i], p[i + 1], e[i + 1]);
-  if (i < n) count_one(m, p[i], e[i]);
-}
+#include "caml/memprof_points_walk.h"
 
 /* Count [low, walked), with the domain's boundaries, and forget them. */
 static void count_below_walked(caml_domain_state *d,
@@ -809,11 +674,10 @@ static void render_counts(struct caml_memprof_buf *b, const pair c[KINDS])
 
 /* A table entry "file\tfn line,start,end", as the compiler of the same
  * patch writes it (selectgen.ml): the file up to the first tab, the
- * function up to the last space, then the three numbers in decimal.
- * Returns the next entry. */
+ * function up to the last space, then the three numbers in decimal. */
 struct entry { const char *file, *fn, *nums; size_t file_len, fn_len; };
 
-static const char *entry_at(const char *e, struct entry *out)
+static void entry_at(const char *e, struct entry *out)
 {
   const char *tab = strchr(e, '\t');
   const char *space = strrchr(tab, ' ');
@@ -822,7 +686,6 @@ static const char *entry_at(const char *e, struct entry *out)
   out->fn = tab + 1;
   out->fn_len = space - (tab + 1);
   out->nums = space + 1;
-  return space + strlen(space) + 1;
 }
 
 static bool render_points(struct caml_memprof_buf *b)
@@ -846,9 +709,11 @@ static bool render_points(struct caml_memprof_buf *b)
   for (size_t t = 0; t < ntables; t++) {
     const char *e = table_entries(tables[t].t);
     for (uintnat i = 0; i < tables[t].t->count; i++) {
-      struct entry en;
-      e = entry_at(e, &en);
+      const char *here = e;
+      e += strlen(e) + 1;
       if (!sum_id(tables[t].first + i, c)) continue;
+      struct entry en;
+      entry_at(here, &en);
       if (!first) caml_memprof_buf_lit(b, ",");
       caml_memprof_buf_lit(b, "\n[");
       first = false;
