@@ -4,7 +4,14 @@
 #                          against baselines/ (exit 0 pass, 1 regression, 2 error)
 #   make update-baselines  accept the current allocation behaviour
 #   make test              the project's own test suite
-#   make runtime           the patched OCaml 5.3.0 in _build/runtime (cached)
+#   make runtime           the patched OCaml 5.4.1 in _build/runtime (cached);
+#                          OCAML_VERSION=5.3.0 builds 5.3.0 into
+#                          _build/runtime-5.3.0 instead
+#   make test-runtime      the runtime's own tests (runtime-patch/tests) on
+#                          OCAML_VERSION's runtime (`make test` runs them on
+#                          the default release)
+#   make series-report SRC=dir  which patches of the series apply to another
+#                          OCaml tree, and which hunks fail (a port's first step)
 #   make test-upstream     OCaml's own testsuite (22 runtime-heavy directories)
 #                          with the built-in tracker on; not part of `make test`
 #   make bench-overhead    the overhead study (not a test)
@@ -31,9 +38,16 @@ TEST_ARGS ?=
 
 ENSURE_DEPS := harness/scripts/ensure-deps.sh
 HARNESS := PYTHONPATH=$(ROOT)/harness $(PYTHON) -m memprof_ci
-PATCH_ID_FILE := _build/runtime/patch-id
 
-.PHONY: all runtime stock-runtime test-upstream test check-alloc update-baselines bench-overhead bench-harness deps-build \
+# The OCaml release: the default one (runtime-patch/patches/default-version)
+# builds into _build/runtime, another one into _build/runtime-VERSION.
+DEFAULT_OCAML_VERSION := $(shell cat runtime-patch/patches/default-version)
+OCAML_VERSION ?= $(DEFAULT_OCAML_VERSION)
+export OCAML_VERSION
+RUNTIME_DIR := _build/runtime$(if $(filter $(DEFAULT_OCAML_VERSION),$(OCAML_VERSION)),,-$(OCAML_VERSION))
+PATCH_ID_FILE := $(RUNTIME_DIR)/patch-id
+
+.PHONY: all runtime stock-runtime test-runtime series-report test-upstream test check-alloc update-baselines bench-overhead bench-harness deps-build \
   deps-python deps-bench deps-lint clean
 
 all: check-alloc
@@ -41,7 +55,7 @@ all: check-alloc
 # ---- The patched runtime -------------------------------------------------
 
 RUNTIME_INPUTS := $(shell find runtime-patch/src runtime-patch/patches -type f) \
-  runtime-patch/build-runtime.sh runtime-patch/patch-id.sh
+  runtime-patch/build-runtime.sh runtime-patch/patch-id.sh runtime-patch/fetch-source.sh
 
 runtime: $(PATCH_ID_FILE)
 
@@ -58,10 +72,22 @@ UPSTREAM_DIRS ?=
 test-upstream: runtime | deps-python
 	$(PYTHON) runtime-patch/upstream_suite.py --memprof '$(UPSTREAM_MEMPROF)' $(UPSTREAM_DIRS)
 
-# Unpatched OCaml 5.3.0, the reference of the overhead study only.
-stock-runtime: _build/stock/bin/ocamlopt
+# The runtime's own tests on OCAML_VERSION's runtime (make test-runtime
+# OCAML_VERSION=5.3.0 builds and tests the other supported release).
+test-runtime: runtime | deps-python deps-bench deps-lint
+	MEMPROF_CI_RUNTIME=$(ROOT)/$(RUNTIME_DIR) $(PYTHON) -m pytest -q runtime-patch/tests $(TEST_ARGS)
 
-_build/stock/bin/ocamlopt: runtime-patch/build-runtime.sh | deps-build
+# The series against another OCaml source tree (SRC=dir; LIKE=5.3.0 starts
+# from that release's series instead of the default one's).
+series-report: | deps-python
+	@test -n "$(SRC)" || { echo 'make series-report: say which tree, e.g. SRC=../ocaml-5.5.0' >&2; exit 2; }
+	$(PYTHON) runtime-patch/series.py report '$(SRC)' $(if $(LIKE),--like '$(LIKE)')
+
+# Unpatched OCaml (OCAML_VERSION), the reference of the overhead study only.
+STOCK_DIR := _build/stock$(if $(filter $(DEFAULT_OCAML_VERSION),$(OCAML_VERSION)),,-$(OCAML_VERSION))
+stock-runtime: $(STOCK_DIR)/bin/ocamlopt
+
+$(STOCK_DIR)/bin/ocamlopt: runtime-patch/build-runtime.sh runtime-patch/fetch-source.sh | deps-build
 	STOCK=1 runtime-patch/build-runtime.sh
 
 # ---- Dependencies: installed with apt-get when root, else named -----------
@@ -175,13 +201,13 @@ fuzz-env: | deps-lint
 # ==== Using the patched compiler in other projects: make install ===========
 # (README: "Using the patched compiler: make install, dune, ocamlfind, opam")
 #
-#   make install PREFIX=/dir  the patched OCaml 5.3.0, configured for /dir and
+#   make install PREFIX=/dir  the patched OCaml 5.4.1, configured for /dir and
 #                             installed there, plus lib/findlib.conf and the
 #                             bin/ocamlfind and bin/dune wrappers that make the
 #                             distribution's findlib and dune use it; then put
 #                             /dir/bin first on PATH. DESTDIR=/stage stages the
 #                             files (still configured for /dir). It is a second
-#                             build of the compiler (OCaml 5.3 bakes its library
+#                             build of the compiler (OCaml 5 bakes its library
 #                             path in: a copy of _build/runtime is not
 #                             relocatable): 3.5-10 minutes cold on 2 cores
 #                             (idle-loaded), reused while PREFIX and the patch

@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Build the patched OCaml 5.3.0 into _build/runtime.
+# Build the patched OCaml into _build/runtime.
 #
-# 1. Source: $OCAML_SRC_DIR (an unpacked upstream tree), else
-#    $OCAML_SRC_TARBALL, else `npm pack ocaml@5.3.0`. A tarball is
-#    checked against the pinned sha512 before it is unpacked.
-# 2. The tree is unpacked afresh into _build/ocaml-src, our C files
-#    (runtime-patch/src) are copied in, the hooks (runtime-patch/patches)
-#    applied, then it is configured, built and installed into
-#    _build/runtime.
-# 3. _build/runtime/patch-id, a hash of everything that went into the
-#    build, is written last: `make runtime` targets it, so a build that
-#    failed or was interrupted is redone from scratch next time.
-#    Baselines carry the same hash as the runtime's identity.
-# 4. The build tree is kept: the upstream statmemprof tests run in it.
+# 1. Release: $OCAML_VERSION, else patches/default-version (5.4.1); the
+#    supported ones are those with a series in patches/ (5.4.1, 5.3.0).
+#    The default release builds into _build/runtime, another one into
+#    _build/runtime-VERSION.
+# 2. Source: $OCAML_SRC_DIR (an unpacked upstream tree of that release),
+#    else $OCAML_SRC_TARBALL, else the pinned tarball that
+#    runtime-patch/fetch-source.sh fetches. A tarball is checked against
+#    the pinned checksum before it is unpacked.
+# 3. The tree is unpacked afresh into _build/ocaml-src (or
+#    _build/ocaml-src-VERSION), our C files (runtime-patch/src, the same
+#    for every release) are copied in, the release's patch series
+#    (patches/VERSION/series; runtime-patch/series.py says how it is
+#    laid out) applied with no fuzz, then it is configured, built and
+#    installed.
+# 4. PREFIX/patch-id, a hash of everything that went into the build
+#    (patch-id.sh), is written last: `make runtime` targets it, so a
+#    build that failed or was interrupted is redone from scratch next
+#    time. Baselines carry the same hash as the runtime's identity.
+# 5. The build tree is kept: the upstream statmemprof tests run in it.
 #
-# 5. With STOCK=1 it builds unpatched OCaml 5.3.0 into _build/stock
-#    instead (same source, same configuration, no runtime-patch/), the
-#    reference for the overhead study's "as fast as stock" comparison.
+# 6. With STOCK=1 it builds the unpatched release into _build/stock (or
+#    _build/stock-VERSION) instead (same source, same configuration, no
+#    runtime-patch/), the reference for the overhead study's "as fast as
+#    stock" comparison.
 #
-# 6. With MEMPROF_CI_PREFIX=/abs/dir it builds the same source with the same
-#    patches and configuration, but configured for that prefix (OCaml 5.3
+# 7. With MEMPROF_CI_PREFIX=/abs/dir it builds the same source with the same
+#    patches and configuration, but configured for that prefix (OCaml 5
 #    bakes its library directory into ocamlc, ocamlopt and ocamlrun, so a
 #    copy of _build/runtime would still look for its libraries there), in
 #    _build/install-src, and installs it into $DESTDIR/abs/dir. The
@@ -35,11 +43,18 @@
 # `make runtime` / `make stock-runtime` / `make install` call it).
 set -euo pipefail
 
-readonly OCAML_VERSION=5.3.0
-readonly OCAML_SHA512=0f4b86e38437afa2d8e304b38416691defaad72309e101e09394753acbfba8b5818163d0da313ad2f63aad7809ada2ff1fd7efb16385dca65222ba3f6d2f99f0
-
 root=$(pwd)
 build="$root/_build"
+die() { echo "build-runtime: $*" >&2; exit 2; }
+[ -d "$root/runtime-patch/patches" ] || die "run me from the repository root"
+default_version=$(cat "$root/runtime-patch/patches/default-version")
+OCAML_VERSION=${OCAML_VERSION:-$default_version}
+[ -f "$root/runtime-patch/patches/$OCAML_VERSION/series" ] ||
+  die "OCAML_VERSION=$OCAML_VERSION is not supported (runtime-patch/patches has no series for it)"
+export OCAML_VERSION
+# The default release keeps the plain names; another one is suffixed.
+suffix=""
+[ "$OCAML_VERSION" = "$default_version" ] || suffix="-$OCAML_VERSION"
 install_prefix=${MEMPROF_CI_PREFIX:-}
 destdir=${DESTDIR:-}
 if [ -n "$install_prefix" ]; then
@@ -53,19 +68,16 @@ if [ -n "$install_prefix" ]; then
   prefix="$install_prefix"
   log="$build/install-build.log"
 elif [ "${STOCK:-0}" = 1 ]; then
-  src_new="$build/stock-src"
-  prefix="$build/stock"
+  src_new="$build/stock-src$suffix"
+  prefix="$build/stock$suffix"
   log="$prefix-build.log"
 else
-  src_new="$build/ocaml-src"
-  prefix="$build/runtime"
+  src_new="$build/ocaml-src$suffix"
+  prefix="$build/runtime$suffix"
   log="$prefix-build.log"
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 
-die() { echo "build-runtime: $*" >&2; exit 2; }
-
-[ -d "$root/runtime-patch/patches" ] || die "run me from the repository root"
 mkdir -p "$build"
 
 if [ -n "$install_prefix" ]; then
@@ -107,37 +119,27 @@ if [ -n "${OCAML_SRC_DIR:-}" ]; then
 else
   tarball="${OCAML_SRC_TARBALL:-}"
   if [ -z "$tarball" ]; then
-    tarball="$build/ocaml-$OCAML_VERSION.tgz"
-    if [ ! -f "$tarball" ]; then
-      command -v npm >/dev/null ||
-        die "npm is needed to fetch the OCaml source: apt-get install -y npm (or set OCAML_SRC_TARBALL or OCAML_SRC_DIR)"
-      echo "build-runtime: fetching ocaml@$OCAML_VERSION from the npm registry"
-      tmp=$(mktemp -d "$build/npm.XXXXXX")
-      (cd "$tmp" && npm pack --silent "ocaml@$OCAML_VERSION" >/dev/null) ||
-        die "npm pack ocaml@$OCAML_VERSION failed (no registry access?); set OCAML_SRC_TARBALL=path/to/ocaml-$OCAML_VERSION.tgz"
-      mv "$tmp/ocaml-$OCAML_VERSION.tgz" "$tarball.part"
-      rmdir "$tmp"
-      mv "$tarball.part" "$tarball"
-    fi
+    tarball=$("$root/runtime-patch/fetch-source.sh" "$OCAML_VERSION") || exit 2
   fi
   [ -f "$tarball" ] || die "OCAML_SRC_TARBALL=$tarball does not exist"
-  actual=$(sha512sum "$tarball" | cut -d' ' -f1)
-  if [ "$actual" != "$OCAML_SHA512" ]; then
-    [ -z "${OCAML_SRC_TARBALL:-}" ] && rm -f "$tarball"
-    die "$tarball: sha512 mismatch (got $actual, want $OCAML_SHA512); not unpacking it"
+  read -r algo want < <("$root/runtime-patch/fetch-source.sh" "$OCAML_VERSION" --checksum)
+  actual=$("${algo}sum" "$tarball" | cut -d' ' -f1)
+  if [ "$actual" != "$want" ]; then
+    die "$tarball: $algo mismatch (got $actual, want $want for OCaml $OCAML_VERSION); not unpacking it"
   fi
   mkdir -p "$src_new"
-  tar xzf "$tarball" -C "$src_new" --strip-components=1
+  tar xf "$tarball" -C "$src_new" --strip-components=1
 fi
 
 if [ "${STOCK:-0}" != 1 ]; then
   echo "build-runtime: applying runtime-patch/"
   cp "$root"/runtime-patch/src/*.c "$src_new/runtime/"
   cp "$root"/runtime-patch/src/caml/*.h "$src_new/runtime/caml/"
-  for p in "$root"/runtime-patch/patches/*.patch; do
-    patch -d "$src_new" -p1 --quiet --forward < "$p" ||
-      die "$(basename "$p") does not apply to OCaml $OCAML_VERSION"
-  done
+  while read -r p; do
+    case "$p" in ''|'#'*) continue ;; esac
+    patch -d "$src_new" -p1 --quiet --forward --fuzz=0 < "$root/runtime-patch/patches/$p" ||
+      die "$p does not apply to OCaml $OCAML_VERSION (runtime-patch/series.py report $src_new lists what fails)"
+  done < "$root/runtime-patch/patches/$OCAML_VERSION/series"
 fi
 
 echo "build-runtime: configuring and building ($jobs jobs, ~3 minutes cold)"

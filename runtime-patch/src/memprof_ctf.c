@@ -69,6 +69,7 @@
 #include "caml/memprof_env_parse.h"
 #include "caml/memprof_ctf_codec.h"
 #include "caml/memprof_outfile.h"
+#include "caml/memprof_tracker.h"
 #include "caml/platform.h"
 #include "caml/startup_aux.h"
 #ifndef NATIVE_CODE
@@ -307,7 +308,7 @@ uint64_t caml_memprof_ctf_alloc(size_t wosize, size_t samples, int msrc,
                                 bool young, const backtrace_slot *cs,
                                 size_t frames)
 {
-  int source = msrc == CAML_MEMPROF_SRC_CUSTOM ? SRC_EXTERNAL
+  int source = caml_memprof_src_out_of_heap(msrc) ? SRC_EXTERNAL
     : young ? SRC_MINOR : SRC_MAJOR;
   struct dom *d = lock_dom();
   if (d == NULL) return 0;

@@ -699,8 +699,8 @@ static void count_sample(struct site *s, size_t samples, size_t wosize,
                          int source, bool young, bool alone)
 {
   bump(s, CAML_MEMPROF_COUNT_BLOCKS, 1, alone);
-  if (source == CAML_MEMPROF_SRC_CUSTOM) {
-    bump(s, CAML_MEMPROF_COUNT_WORDS, wosize, alone);  /* out of heap */
+  if (caml_memprof_src_out_of_heap(source)) {
+    bump(s, CAML_MEMPROF_COUNT_WORDS, wosize, alone);  /* design 5 of the header */
     live_move(s, CAML_MEMPROF_COUNT_CUSTOM, samples, true, alone);
   } else {
     bump(s, CAML_MEMPROF_COUNT_WORDS, Whsize_wosize(wosize), alone);

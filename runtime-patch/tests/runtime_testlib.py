@@ -5,7 +5,9 @@ confused with another test directory's conftest in one pytest run.
 
 Invariants: programs are compiled once per session into a temporary
 directory, never into the source tree; the runtime under test is
-_build/runtime (or $MEMPROF_CI_RUNTIME), and its absence is a test
+_build/runtime (or $MEMPROF_CI_RUNTIME, such as _build/runtime-5.3.0 for
+`make test-runtime OCAML_VERSION=5.3.0`), its build tree the matching
+_build/ocaml-src (_build/ocaml-src-5.3.0), and its absence is a test
 failure that names `make runtime`, never a skip.
 """
 
@@ -19,6 +21,15 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROGRAMS = pathlib.Path(__file__).resolve().parent / "programs"
 RUNTIME = pathlib.Path(os.environ.get("MEMPROF_CI_RUNTIME", ROOT / "_build" / "runtime"))
+# build-runtime.sh names the build tree after the runtime: runtime-V, ocaml-src-V.
+SRC_TREE = RUNTIME.parent / ("ocaml-src" + RUNTIME.name[len("runtime"):])
+# The release of the runtime under test ("5.4.1"), as its ocamlc -version
+# says it, or None while it is not built (runtime_bin then fails the test).
+try:
+    OCAML_VERSION = subprocess.run([str(RUNTIME / "bin" / "ocamlc"), "-version"],
+                                   capture_output=True, text=True).stdout.strip() or None
+except OSError:
+    OCAML_VERSION = None
 SCHEMA = ROOT / "runtime-patch" / "format" / "profile.schema.json"
 
 THREAD_FLAGS = ["-I", "+unix", "-I", "+threads"]

@@ -57,7 +57,7 @@ def test_bytecode_is_reproducible_too(build, sequence):
 
 
 def test_unseeded_runs_still_sample(build):
-    # Without a seed the runtime behaves as stock 5.3.0 (fixed per-domain
+    # Without a seed the runtime behaves as stock OCaml (fixed per-domain
     # streams), so two runs agree too; the point here is that sampling works.
     res = run(build("sample_sequence"), RATE)
     assert len(res.stdout.splitlines()) > 100

@@ -15,6 +15,11 @@ import pytest
 
 from adopt_testlib import ROOT, adopt_prefix, clean_env, patch_id, run
 
+# The release `make install` and the adopt prefix build (the default one),
+# and the next patch release, for the opam stubs' version bounds.
+OCAML = (ROOT / "runtime-patch" / "patches" / "default-version").read_text().strip()
+OCAML_NEXT = ".".join(OCAML.split(".")[:2] + [str(int(OCAML.split(".")[2]) + 1)])
+
 THREADS_PROG = textwrap.dedent("""\
     (* unix and threads from the compiler's own libraries *)
     let () =
@@ -95,7 +100,7 @@ def test_ocamlfind_builds_with_unix_threads_str(tmp_path, prefix, env, mode):
     assert r.stdout == "total=30000 clock=true words=3\n"
     if mode == "native":
         profile = json.loads(out.read_text())
-        assert profile["ocaml_version"].startswith("5.3.0")
+        assert profile["ocaml_version"].startswith(OCAML)
         assert profile["totals"]["samples"] > 0
 
 
@@ -194,34 +199,36 @@ def test_install_refuses_a_foreign_ocaml(tmp_path):
 
 def _opam_file(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('opam-version: "2.0"\n' + textwrap.dedent(text))
+    text = textwrap.dedent(text).replace("@V@", OCAML).replace("@NEXT@", OCAML_NEXT)
+    path.write_text('opam-version: "2.0"\n' + text)
 
 
 def _stub_repository(repo):
     """A local opam repository standing in for opam-repository (no network
     here): ocaml-system as there (available when `ocamlc -vnum` on PATH is
-    5.3.0), ocaml, and the base-* packages as empty stubs."""
+    the release the prefix was built from), ocaml, and the base-* packages as
+    empty stubs."""
     _opam_file(repo / "repo", "")
     for base in ("base-unix", "base-bigarray", "base-threads", "base-domains", "base-nnp",
                  "base-effects"):
         _opam_file(repo / f"packages/{base}/{base}.base/opam", 'synopsis: "stub"\n')
-    _opam_file(repo / "packages/ocaml/ocaml.5.3.0/opam", """\
-        synopsis: "stub of opam-repository's ocaml.5.3.0"
+    _opam_file(repo / f"packages/ocaml/ocaml.{OCAML}/opam", """\
+        synopsis: "stub of opam-repository's ocaml.@V@"
         depends: [
-          "ocaml-system" {>= "5.3.0" & < "5.3.1~"} |
-          "ocaml-variants" {>= "5.3.0~" & < "5.3.1~"}
+          "ocaml-system" {>= "@V@" & < "@NEXT@~"} |
+          "ocaml-variants" {>= "@V@~" & < "@NEXT@~"}
         ]
         flags: conf
         """)
-    _opam_file(repo / "packages/ocaml-system/ocaml-system.5.3.0/opam", """\
+    _opam_file(repo / f"packages/ocaml-system/ocaml-system.{OCAML}/opam", """\
         synopsis: "The OCaml compiler (system version, from outside of opam)"
-        available: sys-ocaml-version = "5.3.0"
+        available: sys-ocaml-version = "@V@"
         depends: [ "ocaml" {post} "base-unix" {post} "base-threads" {post}
                    "base-bigarray" {post} "base-domains" {post} "base-nnp" {post}
                    "base-effects" {post} ]
         conflict-class: "ocaml-core-compiler"
         flags: compiler
-        build: ["sh" "-c" "test \\"$(ocamlc -vnum)\\" = 5.3.0"]
+        build: ["sh" "-c" "test \\"$(ocamlc -vnum)\\" = @V@"]
         """)
 
 
@@ -250,7 +257,7 @@ def test_opam_ocaml_system_route(tmp_path, prefix, env):
         return run(["opam", *args], env=oenv, cwd=tmp_path, **kw)
 
     opam("init", "--bare", "-n", "--disable-sandboxing", "local", str(repo))
-    opam("switch", "create", "sys", "ocaml-system.5.3.0")
+    opam("switch", "create", "sys", f"ocaml-system.{OCAML}")
     assert opam("exec", "--switch", "sys", "--", "ocamlc", "-where").stdout.strip() == \
         str(prefix / "lib/ocaml")
     opam("pin", "add", "--switch", "sys", "--kind=path", "wordlib", str(lib_src))
@@ -275,4 +282,4 @@ def test_opam_ocaml_system_route(tmp_path, prefix, env):
     r = run([str(app / "_build/default/bin/app.exe")],
             env=dict(env, OCAMLMEMPROF=f"rate=1e-2,seed=1,out={out}"))
     assert r.stdout == "4 true\n"
-    assert json.loads(out.read_text())["ocaml_version"].startswith("5.3.0")
+    assert json.loads(out.read_text())["ocaml_version"].startswith(OCAML)

@@ -1,6 +1,6 @@
 """The exit-time reachability walk against the GC, on programs written by
 others: single-domain programs of upstream's own testsuite (the same
-OCaml 5.3.0 tree) whose live-at-exit samples mix live and collected
+OCaml tree) whose live-at-exit samples mix live and collected
 blocks through lazy streams, finalisers, effects, deep structures and
 hash tables. Profiled with `live=walk` (the default) and `live=gc` (two
 major cycles decide), each pair of profiles must be byte-identical.
@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 
-from runtime_testlib import ROOT, run, same_but_live_mode
+from runtime_testlib import SRC_TREE, run, same_but_live_mode
 
-TREE = ROOT / "_build" / "ocaml-src" / "testsuite" / "tests"
+TREE = SRC_TREE / "testsuite" / "tests"
 
 PROGRAMS = [
     "misc/hamming.ml",                  # lazy streams: 44% of samples live

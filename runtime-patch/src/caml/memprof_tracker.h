@@ -22,6 +22,13 @@
  *    checks at each safe point, calling
  *    caml_memprof_tracker_snapshot_requested when it is set; that
  *    writes the snapshot on the domain that takes it.
+ * 5. Memory outside the OCaml heap is sampled with its own sources:
+ *    custom blocks' out-of-heap memory (CAML_MEMPROF_SRC_CUSTOM) and,
+ *    from OCaml 5.4 on, the mapping of Unix.map_file
+ *    (CAML_MEMPROF_SRC_MAP_FILE, ocaml/ocaml#13675; on 5.3 that memory
+ *    is not sampled at all). The profile counts both as `custom` and the
+ *    trace as memtrace's external allocations:
+ *    caml_memprof_src_out_of_heap says which sources those are.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -41,6 +48,16 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason);
 #include "camlatomic.h"
 #include "mlvalues.h"
 const atomic_uintnat *caml_memprof_tracker_site_counts(value data);
+
+#include "memprof.h"
+#include "version.h"
+Caml_inline int caml_memprof_src_out_of_heap(int source)
+{
+#if OCAML_VERSION_MAJOR * 100 + OCAML_VERSION_MINOR >= 504
+  if (source == CAML_MEMPROF_SRC_MAP_FILE) return 1;
+#endif
+  return source == CAML_MEMPROF_SRC_CUSTOM;
+}
 
 extern atomic_uintnat caml_memprof_snapshot_requested;
 void caml_memprof_tracker_snapshot_requested(void);
