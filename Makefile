@@ -70,7 +70,8 @@ UPSTREAM_MEMPROF ?= rate=1e-2,seed=1
 UPSTREAM_DIRS ?=
 
 test-upstream: runtime | deps-python
-	$(PYTHON) runtime-patch/upstream_suite.py --memprof '$(UPSTREAM_MEMPROF)' $(UPSTREAM_DIRS)
+	$(PYTHON) runtime-patch/upstream_suite.py --memprof '$(UPSTREAM_MEMPROF)' \
+	  --tree $(subst runtime,ocaml-src,$(RUNTIME_DIR)) $(UPSTREAM_DIRS)
 
 # The runtime's own tests on OCAML_VERSION's runtime (make test-runtime
 # OCAML_VERSION=5.3.0 builds and tests the other supported release).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Run directories of OCaml 5.3.0's own testsuite with the built-in tracker
+"""Run directories of OCaml's own testsuite (5.4.1's, or 5.3.0's) with the built-in tracker
 on, in the patched build tree that `make runtime` keeps (_build/ocaml-src):
 every program the tests run (the compilers and ocamltest included) writes a
 profile, and every test must pass as it does without the tracker.

@@ -377,8 +377,9 @@ class Context:
             if "gc_totals" in mine:
                 self._gc(r, base, cur, self.benches[name].settings())
             if base.ocaml_version != cur.ocaml_version:
-                r["notes"].append(f"baseline runtime {base.ocaml_version}, current "
-                                  f"{cur.ocaml_version}")
+                r["notes"].append(f"baseline recorded on OCaml {base.ocaml_version}, this "
+                                  f"run on OCaml {cur.ocaml_version}: allocation may differ "
+                                  f"between releases")
         V.decide_sites(self.report)
         V.decide_gc(self.report)
 

@@ -825,3 +825,17 @@ def test_init_workflows_lint(tmp_path):
         for job in yaml.safe_load(p.read_text())["jobs"].values():
             callee = job["uses"].split("/")[-1].split("@")[0]
             assert set(job["with"]) <= declared[callee], (p.name, callee)
+
+
+def test_reusable_workflow_builds_the_chosen_release():
+    """A caller chooses the OCaml release (default: the project's default,
+    5.4.1); the compiler is built for it and cached under it, so a switch
+    of release never restores the other release's compiler."""
+    wf = WF["memprof-ci.yml"]
+    default = (REPO_ROOT / "runtime-patch" / "patches" / "default-version").read_text().strip()
+    assert wf["on"]["workflow_call"]["inputs"]["ocaml-version"]["default"] == default
+    job = wf["jobs"]["build"]
+    assert "${{ inputs.ocaml-version }}" in step_named(job, "actions/cache/restore")["with"]["key"]
+    build = step_named(job, "Build and install the patched compiler")
+    assert build["env"]["OCAML_VERSION"] == "${{ inputs.ocaml-version }}"
+    assert "${{" not in build["run"]
