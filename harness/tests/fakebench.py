@@ -204,7 +204,8 @@ def main():
             if k in gc:
                 gc[k] = int(gc[k] * u)
     doc = {"format": "memprof-ci/profile", "version": int(opts[opts.index("--version") + 1])
-           if "--version" in opts else 1, "ocaml_version": "5.3.0", "backend": "native",
+           if "--version" in opts else 1, "ocaml_version": spec.get("ocaml_version", "5.3.0"),
+           "backend": "native",
            "argv": sys.argv, "config": {"rate": rate, "seed": seed, "frames": frames,
                                         **({"peak": "events"} if with_peak else {}),
                                         # As the runtime records a setting of live.

@@ -379,3 +379,20 @@ def test_every_item_marker_is_registered(tmp_path):
     runs.append(cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--no-overhead"))
     for r in runs:
         assert "PytestUnknownMarkWarning" not in r.stdout + r.stderr, r.stdout
+
+
+def test_release_mismatch_names_both_releases(tmp_path):
+    """A baseline recorded on OCaml 5.3.0 judged against a run on 5.4.1 says
+    so, naming both releases, in the terminal and in report.md."""
+    project(tmp_path)
+    update(tmp_path)
+    spec = tmp_path / "alpha.spec.json"
+    doc = json.load(open(spec))
+    doc["ocaml_version"] = "5.4.1"
+    spec.write_text(json.dumps(doc))
+    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--no-overhead", "-k", "alpha",
+            "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    note = "baseline recorded on OCaml 5.3.0, this run on OCaml 5.4.1"
+    assert note in r.stdout, r.stdout
+    assert note in open(tmp_path / "rep" / "report.md").read()
