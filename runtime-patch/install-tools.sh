@@ -10,7 +10,7 @@
 # findlib 1.9.6; README: "Using the patched compiler"):
 #
 #   PREFIX/lib/findlib.conf  findlib configuration for this prefix: the
-#       search path is PREFIX/lib/ocaml (where OCaml 5.3 installs META files
+#       search path is PREFIX/lib/ocaml (where OCaml 5.3 and later install META files
 #       for unix, threads, str, dynlink, runtime_events, compiler-libs) and
 #       PREFIX/lib, the compilers are PREFIX/bin's. Same place as in an opam
 #       switch.
@@ -56,7 +56,7 @@ write() {  # write FILE MODE: stdin to FILE, atomically
 }
 
 write "$dest/lib/findlib.conf" 0644 <<EOF
-# findlib configuration of the patched OCaml 5.3.0 (memprof-ci) in $prefix.
+# findlib configuration of the patched OCaml (memprof-ci) in $prefix.
 # Written by memprof-ci's \`make install\` (runtime-patch/install-tools.sh);
 # $prefix/bin/ocamlfind uses it.
 destdir="$prefix/lib"
@@ -78,7 +78,7 @@ wrapper() {
 #!/bin/sh
 # memprof-ci-wrapper (written by memprof-ci's \`make install\`,
 # runtime-patch/install-tools.sh): runs the next \`$1\` on PATH set up for
-# the patched OCaml 5.3.0 in $prefix. Delete this file to use that
+# the patched OCaml in $prefix. Delete this file to use that
 # \`$1\` directly (then see the README for the variables it needs).
 prefix='$prefix'
 tool='$1'

@@ -2,7 +2,8 @@
 # Check, and where possible install, what memprof-ci's make targets need.
 #
 # Usage: ensure-deps.sh GROUP...   with groups:
-#   build   C toolchain (gcc, make, patch) and npm, for `make runtime`
+#   build   C toolchain (gcc, make, patch), xz (5.4.1's source is a .tar.xz)
+#           and npm, for `make runtime`
 #   python  Debian's /usr/bin/python3 with pytest, scipy and jsonschema,
 #           and cmark-gfm (the report tests render Markdown with it)
 #   bench   valgrind, hyperfine and jq: the overhead check's counts and timing
@@ -38,7 +39,7 @@ check() {
   for group in "$@"; do
     case "$group" in
       build) need_cmd gcc gcc; need_cmd make make; need_cmd patch patch
-             need_cmd npm npm ;;
+             need_cmd xz xz-utils; need_cmd npm npm ;;
       python) need_py pytest python3-pytest; need_py scipy python3-scipy
               need_py jsonschema python3-jsonschema; need_cmd cmark-gfm cmark-gfm ;;
       bench) need_cmd valgrind valgrind; need_cmd hyperfine hyperfine; need_cmd jq jq ;;
