@@ -253,7 +253,12 @@ def diff_baselines(trusted: dict, proposed: dict) -> dict:
               for c in stats.GC_COUNTERS if t.gc.get(c) != p.gc.get(c)]
         cfg_t = (t.rate, t.seeds, t.frames, t.grouping)
         cfg_p = (p.rate, p.seeds, p.frames, p.grouping)
-        changed = bool(sites or gc or cfg_t != cfg_p)
+        # The sections that judge later runs besides the sites and GC totals
+        # (the schedule's spread, the overhead record, the exact points).
+        sections = [k for k, a, b in (("schedule", t.meta.get("schedule"), p.meta.get("schedule")),
+                                      ("overhead", t.meta.get("overhead"), p.meta.get("overhead")),
+                                      ("points", t.points, p.points)) if a != b]
+        changed = bool(sites or gc or cfg_t != cfg_p or sections)
         out[name] = {"status": "changed" if changed else "unchanged", "sites": sites, "gc": gc,
-                     "config_changed": cfg_t != cfg_p}
+                     "config_changed": cfg_t != cfg_p, "sections": sections}
     return {"benchmarks": out}
