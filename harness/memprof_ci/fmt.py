@@ -110,8 +110,10 @@ def split_text(r) -> str:
     sp = r.get("split")
     if not sp:
         return ""
+    unknown = f"; which changed is unknown: {r['cause_unknown']}" if r.get("cause_unknown") \
+        else ""
     return (" (called from " + ", ".join(f"{c['site']} {c['share']:.0%}" for c in sp)
-            + ", estimated)")
+            + f", estimated{unknown})")
 
 
 def callers_text(r) -> str:

@@ -291,13 +291,18 @@ def attribute_changes(b: dict) -> None:
     "change_low", "change_high", "new", "gone"} ("new": the baseline drew
     no sample from that caller at the point; "gone": the current run drew
     none).  A row without that evidence, or of another status, gets none
-    and keeps its overall split.  Idempotent."""
+    and keeps its overall split; a changed one whose baseline kept no
+    callers (rows.py's `callers_unrecorded`) says so (`cause_unknown`).
+    Idempotent."""
     for key in SITE_KEYS:
         for r in b.get(key) or []:
             r.pop("cause", None)
+            r.pop("cause_unknown", None)
             if r.get("split"):
                 r["stacks_site"] = r["split"][0]["site"]
             sign = {"regression": 1, "improvement": -1}.get(r.get("status"))
+            if sign is not None and r.get("callers_unrecorded"):
+                r["cause_unknown"] = "the baseline recorded no callers to compare"
             if sign is None or not r.get("caller_changes"):
                 continue
             if sign * (r["current_bytes"] - r["baseline_bytes"]) <= 0:

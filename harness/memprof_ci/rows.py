@@ -175,9 +175,9 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
     min_effect of exact counts; a point site that is not user code carries
     its estimated split among the sampled callers (`split`) and how each
     caller's part changed between the sides (`caller_changes`, the evidence
-    moves.attribute_changes decides from; none when a side, a baseline
-    written before callers were kept, has no callers), and one in C (a
-    call point's)
+    moves.attribute_changes decides from; `callers_unrecorded` instead
+    when a side, a baseline written before callers were kept, has none),
+    and one in C (a call point's)
     the sampled site it stands for.  Then what C
     allocated that no call point counted, per calling site, from the
     samples (sampled rows, tested as any: pointsites.py).  Sides that
@@ -202,10 +202,12 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
             r["stacks_site"] = r["split"][0]["site"]
         elif r["site"].endswith(pointsites.IN_C):
             r["stacks_site"] = r["site"][:-len(pointsites.IN_C)]
-        changes = caller_changes(cs, bs, check) if cur.points.callers and \
-            base.points.callers else []
-        if changes:
-            r["caller_changes"] = changes
+        if cur.points.callers and base.points.callers:
+            changes = caller_changes(cs, bs, check)
+            if changes:
+                r["caller_changes"] = changes
+        elif r.get("split"):
+            r["callers_unrecorded"] = True
     in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
                            _total(cur, check), _total(base, check), cur.exposure, base.exposure,
                            dict(params, exact=cur.rate == 1 and base.rate == 1))
