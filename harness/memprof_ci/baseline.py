@@ -42,7 +42,8 @@ baseline has no path recorded.
 
 The optional "points" section (pointsites.py: exact words, blocks and
 live words per site from the allocation points of the first seed's run,
-one line per site) loads into Aggregate.points; a baseline without it
+with the sampled callers of each, one line per site) loads into
+Aggregate.points; a baseline without it
 loads with None, and its alloc and live checks compare sampled sites.
 """
 

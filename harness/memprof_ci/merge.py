@@ -74,7 +74,14 @@ _ROW = {
         "min_effect": {"type": "number", "minimum": 0},
         "min_share": {"type": "number", "minimum": 0, "maximum": 1},
         "mde": _NUM_OR_NULL, "p_adj": _NUM_OR_NULL, "p_adj_decrease": _NUM_OR_NULL,
-        "status": _STR, "retention": _RETENTION,
+        "status": _STR, "retention": _RETENTION, "generated": _STR,
+        "caller_changes": {"type": "array", "maxItems": 100, "items": {
+            "type": "object",
+            "required": ["site", "baseline_words", "current_words", "change_words",
+                         "change_low", "change_high", "baseline_samples", "current_samples"],
+            "properties": {"site": _STR, "baseline_words": _NUM, "current_words": _NUM,
+                           "change_words": _NUM, "change_low": _NUM, "change_high": _NUM,
+                           "baseline_samples": _COUNT, "current_samples": _COUNT}}},
     },
 }
 _GC_ROW = {
