@@ -42,7 +42,8 @@ baseline has no path recorded.
 
 The optional "points" section (pointsites.py: exact words, blocks and
 live words per site from the allocation points of the first seed's run,
-one line per site) loads into Aggregate.points; a baseline without it
+with the sampled callers of each, one line per site) loads into
+Aggregate.points; a baseline without it
 loads with None, and its alloc and live checks compare sampled sites.
 """
 
@@ -171,8 +172,8 @@ def _plan(plan, rate: float, seeds: list) -> dict | None:
         raise InputError("config.plan must be an object")
     out = {"detect": None if plan.get("detect") is None else
            V.finite(plan.get("detect"), "config.plan.detect", lo=0, hi=1, lo_open=True),
-           "from_rate": V.finite(plan.get("from_rate"), "config.plan.from_rate", lo=0,
-                                 hi=1, lo_open=True)}
+           "from_rate": V.finite(plan.get("from_rate"), "config.plan.from_rate",
+                                 lo=V.MIN_RATE, hi=1)}
     if "mode" in plan:
         if plan["mode"] not in ("exact", "sampled"):
             raise InputError("config.plan.mode must be \"exact\" or \"sampled\"")
@@ -188,7 +189,7 @@ def _plan(plan, rate: float, seeds: list) -> dict | None:
         if not (isinstance(v, list) and v and len(v) <= 10_000):
             raise InputError(f"config.plan.{k} must be a non-empty list")
         out[k] = [V.count(x, f"config.plan.{k}[{i}]") for i, x in enumerate(v)]
-    out["rate"] = V.finite(plan.get("rate"), "config.plan.rate", lo=0, hi=1, lo_open=True)
+    out["rate"] = V.finite(plan.get("rate"), "config.plan.rate", lo=V.MIN_RATE, hi=1)
     if out["rate"] != rate or out["seeds"] != list(seeds):
         raise InputError("config.plan does not match config.rate and config.seeds")
     return dict(plan, **out)
@@ -246,7 +247,7 @@ def _site(key: str, d, where: str) -> Site:
     if peak > samples:
         raise InputError(f"{where}: peak_samples {peak} exceeds samples {samples}")
     line = d.get("line")
-    if line is not None and not V.is_count(line):
+    if line is not None and not V.is_line(line):
         raise InputError(f"{where}.line must be null or a line number")
     via = d.get("via", {})
     if not isinstance(via, dict):
@@ -320,7 +321,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError(f"{path}: not a memprof-ci baseline (format="
                          f"{doc.get('format') if isinstance(doc, dict) else None!r}); {fix}")
-    if doc.get("version") != VERSION:
+    if not V.is_version(doc.get("version"), VERSION):
         raise InputError(f"{path}: baseline format version {doc.get('version')!r} is not "
                          f"supported (expected {VERSION}); {fix}")
     pv = doc.get("profile_format_version")
@@ -335,7 +336,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
         cfg = doc["config"]
         if not isinstance(cfg, dict):
             raise InputError("config must be an object")
-        rate = V.finite(cfg.get("rate"), "config.rate", lo=0, hi=1, lo_open=True)
+        rate = V.finite(cfg.get("rate"), "config.rate", lo=V.MIN_RATE, hi=1)
         seeds = cfg.get("seeds")
         if not (isinstance(seeds, list) and seeds and len(seeds) <= 10_000):
             raise InputError("config.seeds must be a non-empty list")

@@ -16,7 +16,6 @@ rendering in report.py and report_html.py.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -29,13 +28,13 @@ from . import against, atomicio, bisection, measured, retention, runner, runstor
 from . import baseline as bl
 from .cliargs import build_parser
 from .context import Context
-from .errors import ConfigError, InfraError, InputError, MemprofError
+from .errors import ConfigError, InfraError, MemprofError
 from .history import make_record, read_runs, write_record
 from .history_html import render_history
 from .manifest import (EXACT_MIN_EFFECT, SETTINGS, judged_with, load_manifest, parse_shard,
                        shard_names)
 from .mdsafe import printable
-from .merge import merge
+from .merge import load_shard, merge
 from . import plan as P
 from .plan import family_size, plan_benchmark, plan_line, render as render_plan, stated_power
 from .plugin import MemprofPlugin, finish_report
@@ -471,13 +470,7 @@ def cmd_bisect(args) -> int:
 
 
 def cmd_record(args) -> int:
-    report = None
-    if args.report:
-        try:
-            with open(args.report, encoding="utf-8") as fh:
-                report = json.load(fh)
-        except (OSError, ValueError) as e:
-            raise InputError(f"--report {args.report}: {e}") from None
+    report = load_shard(args.report, "--report (check report)") if args.report else None
     repo = toplevel(".")
     sha, when, subject, depth = commit_info(repo, args.commit, "--commit")
     changed = (changed_baselines(repo, sha, args.accepted_baselines)

@@ -21,7 +21,13 @@ Invariants:
    the accept label is verdict.accepted.
 3. sides() hands the cached Aggregates out for report.html; nothing is run
    or loaded again for the picture.
-4. A benchmark's runs decide what is live at exit, except in a check none
+4. What the trusted baseline measured, the benchmark's settings ask for and
+   a selected check reads, the run must have measured too (unmeasured()):
+   exact point counts (alloc_sites; their live words for live), the
+   live-at-peak samples (peak), the GC's heap_words and top_heap_words
+   (gc_totals).  A run without one is an error naming the benchmark, never
+   a quieter check: a run directory comes from the code under test.
+5. A benchmark's runs decide what is live at exit, except in a check none
    of whose selected items for it reads live samples (LIVE_READERS): those
    runs skip the exit's walk (`live=off`), their Aggregate says so
    (live_decided), and the report's live total is null.
@@ -39,6 +45,7 @@ from . import runner, stats
 from . import verdict as V
 from .errors import MemprofError
 from .fmt import fmt_bytes, fmt_pct
+from .profile import GC_OPTIONAL_KEYS
 from .report_doc import new_report
 
 # The checks that read what the runs found live at exit.
@@ -324,6 +331,36 @@ class Context:
                              "ocaml_version": b.ocaml_version,
                              "total_samples": b.total_samples}
         return b
+
+    def unmeasured(self, name, check) -> str | None:
+        """Why the run of `name` cannot be judged by `check` as its trusted
+        baseline was measured (invariant 4), or None."""
+        base, cur, bench = self.baselines.peek(name), self.measurements.peek(name), \
+            self.benches[name]
+        if base is None or cur is None:
+            return None
+        path = base.meta.get("path")
+        what = None
+        if check in ("alloc_sites", "live") and bench.points and base.points is not None:
+            key = "alloc" if check == "alloc_sites" else "live"
+            if base.points.counts(key):
+                if cur.points is None:
+                    what = ("exact allocation-point counts (the manifest's `points`), but its "
+                            "profiles have none (no points section, or points.unavailable)")
+                elif not cur.points.counts(key):
+                    what = (f"the live words of each allocation point, but its profiles did "
+                            f"not count them ({cur.points.live_missing})")
+        elif check == "peak" and base.total_peak is not None and cur.total_peak is None:
+            what = "live-at-peak samples, but its profiles record none of this runtime's peak"
+        elif check == "gc_totals":
+            gone = [k for k in GC_OPTIONAL_KEYS if k in base.gc and k not in cur.gc]
+            if gone:
+                what = f"the GC's {' and '.join(gone)}, but its profiles do not"
+        if what is None:
+            return None
+        return (f"benchmark {name!r}: the trusted baseline {path} has {what}; a run that "
+                f"lacks what its baseline measured is not judged with a weaker check. "
+                f"Profile it again with the memprof-ci runtime this baseline was recorded with")
 
     def run_entry(self, name):
         return self.measurements.entry(name)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import re
 
-from . import ctf
+from . import ctf, validate
 from .errors import InputError
 from .profile import COUNT_KEYS, PEAK_KEY, Profile
 
@@ -160,9 +160,9 @@ def parse_ctf(data: bytes, path: str, observe=None) -> Profile:
         raise InputError(f"{path}: malformed memtrace trace: object {orphan} is promoted "
                          f"or collected but never allocated")
     rate = info["sample_rate"]
-    if not 0 < rate <= 1:
+    if not validate.is_rate(rate):
         raise InputError(f"{path}: malformed memtrace trace: sample rate {rate!r} "
-                         f"is not in (0, 1]")
+                         f"is not in [{validate.MIN_RATE}, 1]")
     _peak(moves)
     setting = dict(_SETTING.findall(info["context"]))
     out = []

@@ -83,7 +83,26 @@ def worst_first(rows: list) -> list:
 def site_name(r) -> str:
     via = f" (via {r['via']})" if r.get("via") else ""
     ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
-    return f"{r['site']}{via}{ren}{split_text(r)}"
+    gen = f" ({r['generated']})" if r.get("generated") else ""
+    return f"{r['site']}{gen}{via}{ren}{callers_text(r)}"
+
+
+def fmt_signed_bytes(x) -> str:
+    """Bytes with their sign: `+3.0 MiB`, `-512 B`."""
+    return ("+" if x >= 0 else "-") + fmt_bytes(abs(x))
+
+
+def cause_text(r) -> str:
+    """The callers whose part of a changed shared point changed
+    (moves.attribute_changes), with their estimated change and interval."""
+    parts = []
+    for c in r.get("cause") or []:
+        tag = " (new caller)" if c.get("new") else " (no longer a caller)" if c.get("gone") \
+            else ""
+        parts.append(f"{fmt_signed_bytes(c['change_words'] * 8)} from {c['site']}{tag} "
+                     f"[{fmt_signed_bytes(c['change_low'] * 8)}, "
+                     f"{fmt_signed_bytes(c['change_high'] * 8)}]")
+    return " (" + "; ".join(parts) + "; estimated by caller)" if parts else ""
 
 
 def split_text(r) -> str:
@@ -91,8 +110,17 @@ def split_text(r) -> str:
     sp = r.get("split")
     if not sp:
         return ""
+    unknown = f"; which changed is unknown: {r['cause_unknown']}" if r.get("cause_unknown") \
+        else ""
     return (" (called from " + ", ".join(f"{c['site']} {c['share']:.0%}" for c in sp)
-            + ", estimated)")
+            + f", estimated{unknown})")
+
+
+def callers_text(r) -> str:
+    """What a row says of a shared point's callers: the callers that
+    changed it when the decision named them (`cause`), else its largest
+    callers (`split`), else nothing."""
+    return cause_text(r) if r.get("cause") else split_text(r)
 
 
 def num_of(o: dict, k: str) -> float | None:

@@ -22,7 +22,10 @@ Invariants:
    directory or fails with one line
    naming the file: a record whose name is not its commit, whose format is
    another, or whose baselines do not load (baseline.parse_baseline) is an
-   InputError; symlinks and non-files are refused.
+   InputError; symlinks and non-files are refused; the document is decoded
+   as every memprof-ci document is (validate.loads: finite numbers, UTF-8,
+   bounded nesting), its version is the int 1 and its time a moment the
+   page can print (before the year 10000).
 3. Runs are ordered by depth (main's first-parent order, whatever the
    clocks say), then commit time and id: the same directory always gives
    the same page.
@@ -39,6 +42,7 @@ from scipy.stats import chi2
 
 from . import atomicio
 from . import baseline as bl
+from . import validate as V
 from .errors import ConfigError, InputError
 from .mdsafe import printable
 
@@ -46,6 +50,8 @@ FORMAT = "memprof-ci/run-record"
 VERSION = 1
 COMMIT_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 MAX_RECORD_BYTES = 256 * 1024 * 1024
+# 10000-01-01T00:00:00Z: the first commit time a calendar date cannot show.
+MAX_TIME = 253402300800
 LEVEL = 0.95
 
 
@@ -84,8 +90,7 @@ def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str 
         if not name.endswith(".json") or name.startswith("."):
             continue
         bl.load_baseline(path, name[:-5])
-        with open(path, encoding="utf-8") as fh:
-            docs[name[:-5]] = json.load(fh)
+        docs[name[:-5]] = V.load_json(path, "baseline", regular=True)
     if not docs:
         raise ConfigError(f"--baselines {baselines_dir}: no baselines to record")
     if patch_id is None:
@@ -98,6 +103,8 @@ def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str 
 
 
 def write_record(runs_dir: str, record: dict) -> str:
+    if os.path.lexists(runs_dir) and not os.path.isdir(runs_dir):
+        raise ConfigError(f"--runs {runs_dir}: exists and is not a directory")
     os.makedirs(runs_dir, exist_ok=True)
     path = os.path.join(runs_dir, f"{record['commit']}.json")
     atomicio.write_atomic(path, json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
@@ -109,13 +116,13 @@ def _parse(doc, path: str, stem: str) -> Run:
         return InputError(f"{path}: {why}")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise bad(f"not a run record (format {FORMAT!r} expected)")
-    if doc.get("version") != VERSION:
+    if not V.is_version(doc.get("version"), VERSION):
         raise bad(f"run record version {printable(str(doc.get('version')))}, expected {VERSION}")
     if doc.get("commit") != stem or not COMMIT_RE.fullmatch(stem):
         raise bad("the file is not named after the record's commit id")
     t, depth = doc.get("time"), doc.get("depth")
-    if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < 2 ** 40:
-        raise bad("`time` must be the commit time in Unix seconds")
+    if not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < MAX_TIME:
+        raise bad(f"`time` must be the commit time in Unix seconds, in [0, {MAX_TIME})")
     if not isinstance(depth, int) or isinstance(depth, bool) or not 0 < depth < 2 ** 40:
         raise bad("`depth` must be the commit's count of first-parent commits")
     subject, pid = doc.get("subject"), doc.get("patch_id")
@@ -143,11 +150,7 @@ def read_record(path: str, commit: str) -> tuple:
         raise InputError(f"{path}: not a regular file")
     if os.path.getsize(path) > MAX_RECORD_BYTES:
         raise InputError(f"{path}: larger than {MAX_RECORD_BYTES} bytes")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise InputError(f"{path}: not valid JSON: {printable(str(e))[:200]}") from None
+    doc = V.loads(V.read_bytes(path, "run record"), path, "run record")
     return _parse(doc, path, commit), doc
 
 

@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
-from .validate import is_finite
+from .validate import MIN_RATE, is_finite, is_rate
 from .sites import GROUPINGS
 
 # Settings allowed both in [defaults] and per benchmark, with their defaults.
@@ -148,8 +148,8 @@ def _check_setting(where: str, key: str, v):
     def bad(why):
         return ConfigError(f"{where}: `{key}` {why}")
     if key == "rate":
-        if not _num(v) or not 0 < v <= 1:
-            raise bad(f"must be a number in (0, 1], got {v!r}")
+        if not _num(v) or not is_rate(v):
+            raise bad(f"must be a number in [{MIN_RATE}, 1], got {v!r}")
         return float(v)
     if key == "seeds":
         if not isinstance(v, list) or not 0 < len(v) <= 1000 or not all(

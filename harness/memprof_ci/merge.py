@@ -21,6 +21,7 @@ import os
 import jsonschema
 
 from .errors import InputError
+from .mdsafe import printable
 from .profile import load_json
 from .report_doc import REPORT_FORMAT, REPORT_VERSION, new_report
 from .verdict import decide
@@ -73,7 +74,14 @@ _ROW = {
         "min_effect": {"type": "number", "minimum": 0},
         "min_share": {"type": "number", "minimum": 0, "maximum": 1},
         "mde": _NUM_OR_NULL, "p_adj": _NUM_OR_NULL, "p_adj_decrease": _NUM_OR_NULL,
-        "status": _STR, "retention": _RETENTION,
+        "status": _STR, "retention": _RETENTION, "generated": _STR,
+        "caller_changes": {"type": "array", "maxItems": 100, "items": {
+            "type": "object",
+            "required": ["site", "baseline_words", "current_words", "change_words",
+                         "change_low", "change_high", "baseline_samples", "current_samples"],
+            "properties": {"site": _STR, "baseline_words": _NUM, "current_words": _NUM,
+                           "change_words": _NUM, "change_low": _NUM, "change_high": _NUM,
+                           "baseline_samples": _COUNT, "current_samples": _COUNT}}},
     },
 }
 _GC_ROW = {
@@ -136,7 +144,8 @@ _PROPOSED = {
                            "ratio": _NUM_OR_NULL}}},
             "gc": {"type": "array", "items": {
                 "type": "object", "required": ["counter", "trusted", "proposed"],
-                "properties": {"counter": _STR, "trusted": _NUM, "proposed": _NUM}}}}}}},
+                "properties": {"counter": _STR, "trusted": _NUM, "proposed": _NUM}}},
+            "sections": {"type": "array", "items": _STR, "maxItems": 10}}}}},
 }
 SHARD_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -168,16 +177,18 @@ def _where(err) -> str:
     return ".".join(str(p) for p in err.absolute_path) or "(top level)"
 
 
-def load_shard(path: str) -> dict:
-    doc = load_json(path, "shard report", regular=True)
+def load_shard(path: str, what: str = "shard report") -> dict:
+    """A check report (report.json) read as untrusted input: strict JSON,
+    then SHARD_SCHEMA; `what` names it in the one-line error."""
+    doc = load_json(path, what, regular=True)
     if not isinstance(doc, dict) or doc.get("format") != REPORT_FORMAT or \
-            doc.get("version") != REPORT_VERSION:
-        raise InputError(f"{path}: not a memprof-ci report (version {REPORT_VERSION}); pass "
-                         f"the --report-dir or --results-json output of `memprof-ci check`")
+            type(doc.get("version")) is not int or doc.get("version") != REPORT_VERSION:
+        raise InputError(f"{path}: {what}: not a memprof-ci report (version {REPORT_VERSION}); "
+                         f"pass the --report-dir or --results-json output of `memprof-ci check`")
     err = next(iter(sorted(_VALIDATOR.iter_errors(doc), key=lambda e: list(e.path))), None)
     if err is not None:
         msg = err.message if len(err.message) <= 200 else err.message[:197] + "..."
-        raise InputError(f"{path}: malformed shard report at {_where(err)}: {msg}")
+        raise InputError(f"{path}: malformed {what} at {_where(err)}: {printable(msg)}")
     return doc
 
 

@@ -6,19 +6,29 @@ rather than amount (harness/STATISTICS.md, "Renamed sites" and "Moved"):
 1. pair_renames(), before Holm: a site that vanished and a new site of the
    same benchmark and check whose counts the two-sided exact test cannot
    tell apart (p > alpha; counted exactly: equal) and whose code is the same
-   (_same_code) become one row: the new row carries both counts,
+   (_same_code), neither below the noise floor (below_noise_floor), become
+   one row: the new row carries both counts,
    `renamed_from` and `renamed_because`, and the vanished row gets
    `renamed_to` and status "renamed" and leaves the family.  Pairing is
    one-to-one, deterministic and idempotent (merged rows have both counts).
 2. apply_moves(), after the rules: a regression that other sites'
    decreases account for, or any difference under an unchanged allocation
-   stream, is "moved" and never fails; `moved_from` / `moved_to` say where.
+   stream, is "moved" and never fails; `moved_from` / `moved_to` say where,
+   naming no row below the noise floor.
+3. attribute_changes(), last: a regressed or improved row at a shared
+   allocation point (the standard library's, the runtime's) names, as
+   `cause`, the callers whose part of it changed in the row's direction
+   (rows.py's `caller_changes`, estimated from both sides' samples), not
+   its largest callers; its graph (`stacks_site`) is the first of them.
+   It changes no status.
 """
 
 from __future__ import annotations
 
-from . import stats
+from . import pointsites, stats
 from .profile import WORD_BYTES
+from .sitekey import is_generated
+from .sites import is_stdlib
 
 SITE_KEYS = ("alloc", "live", "peak")   # the report's row lists of the site checks
 RENAMED = "renamed"
@@ -41,14 +51,55 @@ def function_path(function) -> str | None:
     return ".".join(parts)
 
 
+# Rows under this many samples on both sides are below the noise floor:
+# the exact test cannot tell such a count from one several times as large,
+# so agreeing counts say nothing of where the allocation went.
+NOISE_SAMPLES = 10
+# A counted change smaller than this per run never fails: the startup
+# allocations that hold the executable's path (Sys.executable_name), argv
+# and environment variables differ by that much between two checkouts of
+# the same code.  Counted rows under it on both sides are below the noise
+# floor too.
+EXACT_MIN_BYTES = 1024
+
+
+def below_noise_floor(r: dict) -> bool:
+    """A row too small to say where allocation went: under min_share, or
+    with fewer than NOISE_SAMPLES samples (counted: EXACT_MIN_BYTES bytes)
+    on each side.  Such rows are never paired as renames nor named as the
+    two ends of a move."""
+    if r["share"] < r["min_share"]:
+        return True
+    if r.get("exact"):
+        return max(r["baseline_bytes"], r["current_bytes"]) < EXACT_MIN_BYTES
+    return max(r["baseline_samples"], r["current_samples"]) < NOISE_SAMPLES
+
+
+def _kind(r: dict) -> tuple:
+    """What a site is, which a rename never changes: code of the standard
+    library (or the runtime's pseudo points) or the user's, and allocated
+    at an OCaml point or by runtime primitives (counted or sampled)."""
+    site = r["site"]
+    primitive = next((x for x in pointsites.PRIMITIVE_SUFFIXES if site.endswith(x)), "")
+    fn, fl = r.get("function"), r.get("file")
+    shared = (fl is None and fn in pointsites.PSEUDO) or \
+        is_stdlib({"function": fn, "file": fl}) or is_generated(fn)
+    return shared, primitive
+
+
 def _same_code(old: dict, new: dict) -> str | None:
     """Why a vanished and a new site are one piece of code, or None.
 
-    In one file: their heaviest caller chains share one, or their line
-    numbers are the same, or neither side records either.  Across files a
-    line number or a caller chain alone is no evidence (unrelated code shares
-    both); the function, without its module path, must be the same."""
-    if old.get("file") != new.get("file"):
+    Never across kinds (_kind: the standard library's code against the
+    user's, an OCaml point against a runtime primitive).  In one file (a
+    file both rows name): their heaviest caller chains share one, or their
+    line numbers are the same, or neither side records either.  Across
+    files, or where a file is unknown, a line number or a caller chain
+    alone is no evidence (unrelated code shares both); the function,
+    without its module path, must be the same."""
+    if _kind(old) != _kind(new):
+        return None
+    if old.get("file") is None or old.get("file") != new.get("file"):
         fo = function_path(old.get("function"))
         if fo is not None and fo == function_path(new.get("function")):
             return f"the same function {fo} in another file"
@@ -73,8 +124,9 @@ def pair_renames(rows: list) -> list:
     merged = []
     for _, g in sorted(groups.items()):
         gone = [r for r in g if r["current_samples"] == 0 and r["baseline_samples"] > 0
-                and not r.get("renamed_to")]
-        new = [r for r in g if r["baseline_samples"] == 0 and r["current_samples"] > 0]
+                and not r.get("renamed_to") and not below_noise_floor(r)]
+        new = [r for r in g if r["baseline_samples"] == 0 and r["current_samples"] > 0
+               and not below_noise_floor(r)]
         if not gone or not new:
             continue
         cands = []
@@ -155,8 +207,15 @@ def _assign(r: dict, decs: list, pool: dict) -> list:
 
 
 def _moved(r: dict, got: list, relabel: bool = True) -> None:
+    """Relabel r "moved" (when asked) and record where its increase came
+    from; sources below the noise floor are not named (the reports then
+    say "other sites"), and a row below it that keeps its status records
+    nothing."""
     if relabel:
         r["status"] = "moved"
+    elif below_noise_floor(r):
+        return
+    got = [(d, w) for d, w in got if not below_noise_floor(d)]
     r["moved_from"] = [{"site": d["site"], "words": w} for d, w in got]
     for d, w in got:
         d.setdefault("moved_to", []).append({"site": r["site"], "words": w})
@@ -217,3 +276,46 @@ def apply_moves(b: dict) -> None:
             if d.get("moved_to") and d.get("status") == "improvement" and \
                     pool[d["site"]] < d["min_effect"] * _words(d, "baseline"):
                 d["status"] = "moved"
+
+
+CAUSE_CALLERS = 3   # callers a regressed or improved shared point names
+
+
+def attribute_changes(b: dict) -> None:
+    """Module step 3 over one benchmark's alloc, live and peak rows:
+    `cause` is the (at most CAUSE_CALLERS) callers whose estimated part
+    changed in the direction of the row's change (an increase for a
+    regression, a decrease for an improvement) with an interval that
+    excludes no change, largest first, or, when no caller's does, the one
+    whose estimate changed most that way; each {"site", "change_words",
+    "change_low", "change_high", "new", "gone"} ("new": the baseline drew
+    no sample from that caller at the point; "gone": the current run drew
+    none).  A row without that evidence, or of another status, gets none
+    and keeps its overall split; a changed one whose baseline kept no
+    callers (rows.py's `callers_unrecorded`) says so (`cause_unknown`).
+    Idempotent."""
+    for key in SITE_KEYS:
+        for r in b.get(key) or []:
+            r.pop("cause", None)
+            r.pop("cause_unknown", None)
+            if r.get("split"):
+                r["stacks_site"] = r["split"][0]["site"]
+            sign = {"regression": 1, "improvement": -1}.get(r.get("status"))
+            if sign is not None and r.get("callers_unrecorded"):
+                r["cause_unknown"] = "the baseline recorded no callers to compare"
+            if sign is None or not r.get("caller_changes"):
+                continue
+            if sign * (r["current_bytes"] - r["baseline_bytes"]) <= 0:
+                continue
+            grew = sorted((c for c in r["caller_changes"] if sign * c["change_words"] > 0),
+                          key=lambda c: (-sign * c["change_words"], c["site"]))
+            # Those whose interval excludes no change; else the likeliest one.
+            sure = [c for c in grew
+                    if sign * c["change_low" if sign > 0 else "change_high"] > 0]
+            cause = [{"site": c["site"], "change_words": c["change_words"],
+                      "change_low": c["change_low"], "change_high": c["change_high"],
+                      "new": c["baseline_samples"] == 0, "gone": c["current_samples"] == 0}
+                     for c in (sure or grew[:1])[:CAUSE_CALLERS]]
+            if cause:
+                r["cause"] = cause
+                r["stacks_site"] = cause[0]["site"]

@@ -28,6 +28,7 @@ from . import verdict as V
 from .context import Context
 from .errors import (InfraError, InputError, MemprofError, OverBudget, ProposedBaselineMismatch,
                      RegressionFailure)
+from .mdsafe import printable
 
 CTX_KEY = pytest.StashKey["Context"]()
 MARKERS = {
@@ -121,6 +122,9 @@ class _AgainstBaselineItem(CheckItem):
     def setup(self):
         if self.ctx.baseline(self.bench) is not None:
             self.ctx.profiles(self.bench)
+            why = self.ctx.unmeasured(self.bench, self.check)
+            if why:
+                raise InputError(why)
             self.ctx.family()
 
 
@@ -363,8 +367,14 @@ class MemprofPlugin:
         exc = call.excinfo.value if call.excinfo is not None else None
         if isinstance(exc, (MemprofError, RegressionFailure)) and rep.failed:
             # Our own failures and errors read as their one message, not a
-            # traceback of the harness, in any phase.
-            rep.longrepr = str(exc)
+            # traceback of the harness, in any phase; the message quotes
+            # input, so it is escaped (mdsafe.printable) as on stderr.
+            rep.longrepr = printable(str(exc))
+        elif exc is not None and rep.failed and not item.config.option.verbose > 0:
+            # Anything else is a bug of the harness: one line, as the CLI
+            # prints one (the traceback with -v).
+            rep.longrepr = (f"internal error: {printable(f'{type(exc).__name__}: {exc}')[:500]}"
+                            f" (run with -v for the traceback)")
         if rep.when == "call" or (rep.when == "setup" and not rep.passed):
             if hasattr(rep, "wasxfail"):
                 self.ctx.record(item.bench, item.check, "accepted",

@@ -5,7 +5,8 @@ counts per allocation point, keyed by (file, line, first char, last char,
 function), and per call point: what the runtime allocated in C for one
 OCaml call, keyed by that call's location the same way.  Invariants:
 parse_points returns only checked data or raises InputError naming the
-file and the bad entry; a point listed several times (one location
+file and the bad entry, whose counts can all be true (_inconsistent), and
+no point or call beside `unavailable`; a point listed several times (one location
 inlined into several units, or several calls at one location) is one key
 with the sum of their counts; live counts are None exactly when the
 section says why live was not counted; `calls` is None exactly when the
@@ -65,9 +66,29 @@ def parse_points(sec, path: str) -> Points:
     calls = sec.get("calls")
     if calls is not None and not isinstance(calls, list):
         raise bad("calls is not a list")
+    if unavailable is not None and (sec["points"] or calls):
+        raise bad("unavailable says no points were counted, yet points or calls are listed")
     return Points(live_missing=missing, complete=complete, unavailable=unavailable,
                   counts=_entries(sec["points"], "point", missing, bad),
                   calls=None if calls is None else _entries(calls, "call", missing, bad))
+
+
+def _inconsistent(c: tuple, pseudo: bool) -> str | None:
+    """Why one entry's counts cannot all be true, or None.  Every block is
+    at least a word; a block is promoted from the minor heap it was counted
+    in, and live only if it was allocated.  A pseudo point also holds what
+    the runtime allocated before counting began, so only the first rule
+    binds it."""
+    for b, w, name in ((0, 1, "minor"), (2, 3, "major"), (4, 5, "promoted"), (6, 7, "live")):
+        if c[b] is not None and c[b] > c[w]:
+            return f"{name}_blocks {c[b]} exceed {name}_words {c[w]}"
+    if pseudo:
+        return None
+    if c[4] > c[0] or c[5] > c[1]:
+        return "more promoted than allocated in the minor heap"
+    if c[6] is not None and (c[6] > c[0] + c[2] or c[7] > c[1] + c[3]):
+        return "more live at exit than allocated"
+    return None
 
 
 def _entries(entries: list, what: str, missing, bad) -> dict:
@@ -86,6 +107,9 @@ def _entries(entries: list, what: str, missing, bad) -> dict:
                 raise bad(f"{what} {i}: {COUNTS[j]} is {v!r}")
         if what == "point" and e[0] == "" and e[4].startswith("(") and e[4] not in PSEUDO:
             raise bad(f"point {i}: a pseudo point named {e[4]!r}")
+        why = _inconsistent(vals, what == "point" and e[0] == "" and e[4] in PSEUDO)
+        if why:
+            raise bad(f"{what} {i}: {why}")
         if what == "call" and e[0] == "":
             raise bad(f"call {i} has no file")
         key = (e[0], e[1], e[2], e[3], e[4])

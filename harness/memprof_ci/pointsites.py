@@ -18,25 +18,32 @@ estimated (`callers`): each sampled stack is matched to the point it was
 drawn at (its innermost frame's file, line, characters and function equal
 a point's), and the samples are summed per sampled site.
 
-Allocation in C (caml_alloc_string, caml_make_vect, custom blocks, ...)
-has no OCaml allocation point.  The runtime counts it exactly per OCaml
-call that made it (a call point: the profile's `calls`), keyed as the site
-of that call with " (in C)"; a call inside the standard library
-(Buffer.resize's Bytes.create) gets its callers estimated as a point
-there does.  What remains in C (unmarshalled blocks, Obj.dup's copies, and
-calls with no source location) is counted only in total, as pseudo
-points; lumped together it would hide a change at one caller, so the
-checks judge it per calling site from the samples that matched no point
-or call (`in_c`), with the sampled test, keyed "<site> (in C, sampled)".
-A profile from a runtime without call points has all of C that way, keyed
-"<site> (in C)" (`calls` False).  The pseudo points' words stay in the
-totals every share is taken of.
+Allocation by runtime primitives (C functions: caml_alloc_string,
+caml_make_vect, custom blocks, ...) has no OCaml allocation point.  The
+runtime counts it exactly per OCaml call that made it (a call point: the
+profile's `calls`), keyed as the site of that call with " (via runtime
+primitives)" (IN_C; a baseline's older spelling " (in C)" is read as it);
+a call inside the standard library (Buffer.resize's Bytes.create) gets
+its callers estimated as a point there does.  What remains (unmarshalled
+blocks, Obj.dup's copies, and calls with no source location) is counted
+only in total, as pseudo points; lumped together it would hide a change
+at one caller, so the checks judge it per calling site from the samples
+that matched no point or call (`in_c`), with the sampled test, keyed
+"<site> (via runtime primitives, sampled)".  A profile from a runtime
+without call points has all of it that way, keyed "<site> (via runtime
+primitives)" (`calls` False).  The pseudo points' words stay in the
+totals every share is taken of.  A sample drawn in code the compiler
+generated (caml_curry2, ...) is charged to the OCaml function that called
+it when its stack records one (sites.py's `inner`).
 
 Invariants: `words`, `blocks` and `live_words` are the runtime's exact
-sums, never scaled or estimated; live_words is None for every site exactly
+sums, never scaled or estimated; a baseline keeps each site's sampled
+callers (`callers` True) so that a later check can tell which caller's
+part changed; live_words is None for every site exactly
 when the profile says why live was not counted (`live_missing`); `callers`
 only ever holds sample counts, is marked estimated wherever it is shown,
-and never enters a verdict; an "(in C)" site is exact only when `calls`
+and never enters a verdict (nor does rows.caller_changes, the change of
+each caller's part between two sides); an IN_C site is exact only when `calls`
 is True, and two sides are compared only when their `calls` agree
 (rows.py); a baseline's section is validated whole or rejected with the
 baseline (parse_section raises InputError).
@@ -52,8 +59,13 @@ from .errors import InputError
 from .points import PSEUDO, Points
 from .sitekey import norm_file, site_label
 
-IN_C = " (in C)"   # suffix of the site key of a site's allocation in C
-IN_C_SAMPLED = " (in C, sampled)"   # ... of what no call point counted
+# Suffix of the site key of what runtime primitives (C) allocated for a
+# site's OCaml calls, counted at the call points; ... of what no call point
+# counted, sampled.
+IN_C = " (via runtime primitives)"
+IN_C_SAMPLED = " (via runtime primitives, sampled)"
+PRIMITIVE_SUFFIXES = (IN_C_SAMPLED, IN_C)
+_OLD_IN_C = " (in C)"   # the suffix's former spelling, in older baselines
 
 
 def in_c_suffix(ps: "PointSites") -> str:
@@ -78,10 +90,14 @@ class PointSite:
     live_callers: Counter = field(default_factory=Counter)
 
     def to_json(self) -> dict:
-        return {"file": self.file, "function": self.function, "line": self.line,
-                "words": self.words, "blocks": self.blocks, "live_words": self.live_words,
-                "lines": {str(k): v for k, v in sorted(self.lines.items())},
-                "live_lines": {str(k): v for k, v in sorted(self.live_lines.items())}}
+        out = {"file": self.file, "function": self.function, "line": self.line,
+               "words": self.words, "blocks": self.blocks, "live_words": self.live_words,
+               "lines": {str(k): v for k, v in sorted(self.lines.items())},
+               "live_lines": {str(k): v for k, v in sorted(self.live_lines.items())}}
+        for k, c in (("callers", self.callers), ("live_callers", self.live_callers)):
+            if c:
+                out[k] = dict(sorted(c.items()))
+        return out
 
 
 @dataclass
@@ -92,6 +108,10 @@ class PointSites:
     # in C that no point or call counted, over every run of the Aggregate.
     in_c: dict = field(default_factory=dict)
     calls: bool = False          # allocation in C counted per call point
+    # The sites' sampled callers were recorded (always from profiles; a
+    # baseline written before they were kept has none, and no change can
+    # then be attributed to a caller).
+    callers: bool = True
 
     def total(self, check: str) -> int:
         if check == "alloc":
@@ -194,7 +214,7 @@ def section(ps: PointSites) -> dict:
     return {"live": True if ps.live_missing is None else ps.live_missing,
             "sites": {k: s.to_json() for k, s in sorted(ps.sites.items())},
             "in_c": {k: list(v) for k, v in sorted(ps.in_c.items())},
-            "calls": ps.calls}
+            "calls": ps.calls, "callers": ps.callers}
 
 
 def is_pseudo(s: PointSite) -> bool:
@@ -204,11 +224,13 @@ def is_pseudo(s: PointSite) -> bool:
 def parse_section(sec) -> PointSites:
     """A baseline's "points" section, validated whole (InputError)."""
     if not isinstance(sec, dict) or not (
-            {"live", "sites", "in_c"} <= set(sec) <= {"live", "sites", "in_c", "calls"}):
-        raise InputError("points must be an object of live, sites, in_c and calls")
-    calls = sec.get("calls", False)
-    if not isinstance(calls, bool):
-        raise InputError("points.calls must be true or false")
+            {"live", "sites", "in_c"} <= set(sec) <= {"live", "sites", "in_c", "calls",
+                                                       "callers"}):
+        raise InputError("points must be an object of live, sites, in_c, calls and callers")
+    calls, callers = sec.get("calls", False), sec.get("callers", False)
+    if not isinstance(calls, bool) or not isinstance(callers, bool):
+        raise InputError(f"points.{'calls' if not isinstance(calls, bool) else 'callers'} "
+                         f"must be true or false")
     live = sec["live"]
     if live is True:
         missing = None
@@ -223,6 +245,8 @@ def parse_section(sec) -> PointSites:
     for k, d in raw.items():
         where = f"points.sites[{k[:80]!r}]"
         V.text(k, "points site key", limit=1000)
+        if k.endswith(_OLD_IN_C):
+            k = k[:-len(_OLD_IN_C)] + IN_C
         if not isinstance(d, dict):
             raise InputError(f"{where} must be an object")
         words = V.count(d.get("words"), f"{where}.words")
@@ -232,10 +256,15 @@ def parse_section(sec) -> PointSites:
         lw = d.get("live_words")
         if missing is None:
             lw = V.count(lw, f"{where}.live_words")
+            # What the runtime allocated before counting began is live at
+            # (runtime) without having been counted there: only a pseudo
+            # site may hold more live words than it allocated.
+            if lw > words and not (d.get("file") is None and d.get("function") in PSEUDO):
+                raise InputError(f"{where}: live_words {lw} exceed words {words}")
         elif lw is not None:
             raise InputError(f"{where}.live_words must be null: live is not counted")
         line = d.get("line")
-        if line is not None and not V.is_count(line):
+        if line is not None and not V.is_line(line):
             raise InputError(f"{where}.line must be null or a line number")
         lines = Counter(V.line_counts(d.get("lines", {}), f"{where}.lines", "words"))
         live_lines = Counter(V.line_counts(d.get("live_lines", {}), f"{where}.live_lines",
@@ -247,7 +276,10 @@ def parse_section(sec) -> PointSites:
                            function=V.text(d.get("function"), f"{where}.function",
                                            optional=True),
                            line=line, words=words, blocks=blocks, live_words=lw,
-                           lines=lines, live_lines=live_lines)
+                           lines=lines, live_lines=live_lines,
+                           callers=_caller_counts(d.get("callers", {}), f"{where}.callers"),
+                           live_callers=_caller_counts(d.get("live_callers", {}),
+                                                       f"{where}.live_callers"))
     in_c = sec["in_c"]
     if not isinstance(in_c, dict) or len(in_c) > 1_000_000:
         raise InputError("points.in_c must be an object")
@@ -257,6 +289,17 @@ def parse_section(sec) -> PointSites:
         if not (isinstance(v, list) and len(v) == 2):
             raise InputError(f"{where} must be [samples, live samples]")
         c[k] = [V.count(v[0], f"{where}[0]"), V.count(v[1], f"{where}[1]")]
-    return PointSites(live_missing=missing, sites=out, in_c=c, calls=calls)
+    return PointSites(live_missing=missing, sites=out, in_c=c, calls=calls, callers=callers)
+
+
+def _caller_counts(m, where: str) -> Counter:
+    """A site's {sampled site key: samples} (InputError when malformed)."""
+    if not isinstance(m, dict) or len(m) > 1_000_000:
+        raise InputError(f"{where} must be an object of site -> samples")
+    out = Counter()
+    for k, v in m.items():
+        V.text(k, f"{where} site key", limit=1000)
+        out[k] = V.count(v, f"{where}[{k[:80]!r}]")
+    return out
 
 

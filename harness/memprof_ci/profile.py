@@ -172,8 +172,8 @@ def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
     if not isinstance(cfg, dict) or any(k not in cfg for k in CONFIG_KEYS):
         raise bad("config must have rate, seed and frames")
     rate = cfg["rate"]
-    if not validate.is_finite(rate) or not 0 < rate <= 1:
-        raise bad(f"config.rate {rate!r} is not in (0, 1]")
+    if not validate.is_rate(rate):
+        raise bad(f"config.rate {rate!r} is not in [{validate.MIN_RATE}, 1]")
     if cfg["seed"] is not None and not _is_count(cfg["seed"]):
         raise bad(f"config.seed {cfg['seed']!r} is not a non-negative integer")
     if not (_is_count(cfg["frames"]) and cfg["frames"] >= 1):
@@ -337,7 +337,7 @@ def check_frames(frames, i: int, path: str, where: str | None = None) -> None:
                              f"file/line/function; regenerate it")
         fn, fl, ln = fr["function"], fr["file"], fr["line"]
         if not ((fn is None or type(fn) is str) and (fl is None or type(fl) is str)
-                and (ln is None or type(ln) is int)):
+                and (ln is None or validate.is_line(ln))):
             raise InputError(f"{path}: malformed profile: {where}[{j}] has a "
                              f"field of the wrong type; regenerate it")
 

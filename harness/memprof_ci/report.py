@@ -216,6 +216,8 @@ def _proposed_lines(pb: dict) -> list:
                        f"{fmt_bytes(s['proposed_bytes'])} ({fmt_pct(s['ratio'])})")
         for g in d.get("gc", []):
             out.append(f"    gc.{g['counter']}: {g['trusted']:.0f} -> {g['proposed']:.0f}")
+        if d.get("sections"):
+            out.append(f"    also changes its {', '.join(d['sections'])} section(s)")
     return out
 
 

@@ -48,7 +48,7 @@ import re
 import urllib.parse
 
 from . import mdsafe, report_retention
-from .fmt import fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text, split_text
+from .fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from .sites import frame_label
 from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
@@ -145,10 +145,16 @@ def _site_rows(b) -> list:
     return rows
 
 
+def _generated_note(r) -> str:
+    """What compiler-generated code (caml_curry2, ...) is, as a note."""
+    return f' <span class="note">{esc(r["generated"])}</span>' if r.get("generated") else ""
+
+
 def _split_note(r) -> str:
-    """A point site's estimated callers, as a note under its name."""
-    return f' <span class="note">{esc(split_text(r).strip(" ()"))}</span>' if r.get("split") \
-        else ""
+    """A point site's callers (those that changed it, else its largest),
+    estimated, as a note under its name."""
+    text = callers_text(r)
+    return f' <span class="note">{esc(text[2:-1])}</span>' if text else ""
 
 
 def _delta_text(r) -> str:
@@ -190,7 +196,7 @@ def _site_row(r, src) -> str:
     label = frame_label(r.get("function"), r.get("file")) if r.get("function") or \
         r.get("file") else str(r.get("site"))
     name = esc(r.get("site"))
-    extra = ""
+    extra = _generated_note(r)
     if r.get("via"):
         extra += f' <span class="via">via {esc(r["via"])}</span>'
     if r.get("renamed_from"):
@@ -310,7 +316,7 @@ def _focus_section(report, names, regs, data) -> str:
            '<th>current</th><th>delta [95% CI]</th><th>p (Holm)</th></tr></thead><tbody>']
     for bi, name, r in regs[:FOCUS_ROWS]:
         out.append(f'<tr class="regression"><td><a href="#bench-{bi}">{esc(name)}</a></td>'
-                   f'<td><code>{esc(r.get("site"))}</code>{_split_note(r)}</td>'
+                   f'<td><code>{esc(r.get("site"))}</code>{_generated_note(r)}{_split_note(r)}</td>'
                    f'<td>{esc(r.get("check"))}</td>'
                    f'<td>{fmt_bytes(r.get("baseline_bytes"))}</td>'
                    f'<td>{fmt_bytes(r.get("current_bytes"))}</td>'

@@ -12,8 +12,11 @@ exactly as a single run would.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from . import pointsites, stats
 from .errors import InfraError, InputError
+from .sitekey import generated_what
 from .sites import Aggregate
 
 CALLER_FRAMES = 4   # nearest callers compared to tell a rename from a new site
@@ -113,17 +116,69 @@ def _point_map(agg: Aggregate, check: str) -> dict:
 def _in_c_map(agg: Aggregate, check: str) -> dict:
     j = 0 if check == "alloc" else 1
     suffix = pointsites.in_c_suffix(agg.points)
-    return {k + suffix: (v[j], {"file": None, "function": None, "line": None,
-                                "via": None, "lines": {}})
-            for k, v in agg.points.in_c.items() if v[j] or check == "alloc"}
+    out = {}
+    for k, v in agg.points.in_c.items():
+        if v[j] or check == "alloc":
+            s = agg.sites.get(k)
+            out[k + suffix] = (v[j], {"file": s.file if s else None,
+                                      "function": s.function if s else None,
+                                      "line": None, "via": None, "lines": {}})
+    return out
+
+
+CHANGED_CALLERS = 4   # callers kept per direction in a row's `caller_changes`
+
+
+def _own(s) -> str:
+    return s.key[:-len(pointsites.IN_C)] if s.key.endswith(pointsites.IN_C) else s.key
+
+
+def caller_changes(cur, base, check: str = "alloc",
+                   limit: int = CHANGED_CALLERS) -> list:
+    """How each sampled caller's part of a point site's words (alloc) or
+    live words changed between two sides (pointsites.PointSite each, None
+    on a side that lacks the site): each side's exact words split by its
+    samples' callers, estimated with an interval
+    (stats.scaled_share_change), per caller {"site", "baseline_words",
+    "current_words", "change_words", "change_low", "change_high",
+    "baseline_samples", "current_samples"}.  Kept: the `limit` largest
+    increases, then the `limit` largest decreases.  Empty when the site is
+    its own only caller on both sides (user code) or neither side sampled
+    a caller."""
+    sides = []
+    for s in (cur, base):
+        if s is None:
+            sides.append((Counter(), 0, 0.0))
+            continue
+        c = s.callers if check == "alloc" else s.live_callers
+        w = s.words if check == "alloc" else (s.live_words or 0)
+        sides.append((c, sum(c.values()), float(w)))
+    (cc, cn, cw), (bc, bn, bw) = sides
+    names = set(cc) | set(bc)
+    own = {_own(s) for s in (cur, base) if s is not None}
+    if not names or names <= own:
+        return []
+    out = []
+    for k in sorted(names):
+        d = stats.scaled_share_change(cc[k], cn, cw, bc[k], bn, bw)
+        out.append(dict(site=k, baseline_samples=bc[k], current_samples=cc[k], **d))
+    up = sorted((x for x in out if x["change_words"] > 0),
+                key=lambda x: (-x["change_words"], x["site"]))[:limit]
+    down = sorted((x for x in out if x["change_words"] < 0),
+                  key=lambda x: (x["change_words"], x["site"]))[:limit]
+    return up + down
 
 
 def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: dict) -> list:
     """The alloc or live rows of two sides counted per allocation point:
     words, one run each (exposure 1), judged as counted rows with the
     min_effect of exact counts; a point site that is not user code carries
-    its estimated split among the sampled callers (`split`), and one in C
-    (a call point's) the sampled site it stands for.  Then what C
+    its estimated split among the sampled callers (`split`) and how each
+    caller's part changed between the sides (`caller_changes`, the evidence
+    moves.attribute_changes decides from; `callers_unrecorded` instead
+    when a side, a baseline written before callers were kept, has none),
+    and one in C (a call point's)
+    the sampled site it stands for.  Then what C
     allocated that no call point counted, per calling site, from the
     samples (sampled rows, tested as any: pointsites.py).  Sides that
     disagree on call points would key C's allocation apart: an error."""
@@ -138,13 +193,21 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
                            cur.points.total(check), base.points.total(check), 1.0, 1.0, exact)
     for r in rows:
         r["points"] = True
-        s = cur.points.sites.get(r["site"]) or base.points.sites.get(r["site"])
+        cs, bs = cur.points.sites.get(r["site"]), base.points.sites.get(r["site"])
+        s = cs or bs
         if s is not None and pointsites.split(s, check):
             r["split"] = pointsites.split(s, check)
             # the sampled site whose stacks picture it: its heaviest caller
+            # (moves.attribute_changes names the caller that changed instead)
             r["stacks_site"] = r["split"][0]["site"]
         elif r["site"].endswith(pointsites.IN_C):
             r["stacks_site"] = r["site"][:-len(pointsites.IN_C)]
+        if cur.points.callers and base.points.callers:
+            changes = caller_changes(cs, bs, check)
+            if changes:
+                r["caller_changes"] = changes
+        elif r.get("split"):
+            r["callers_unrecorded"] = True
     in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
                            _total(cur, check), _total(base, check), cur.exposure, base.exposure,
                            dict(params, exact=cur.rate == 1 and base.rate == 1))
@@ -159,7 +222,9 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     check: the same test on each site's counts of that kind; the exact
     counts per allocation point where both sides have them (alloc, and
     live when both counted it).  Live rows of a side that did not decide
-    what is live at exit are an internal error, never a verdict."""
+    what is live at exit are an internal error, never a verdict.  A site
+    in code the compiler generated (caml_curry2, ...) says what that code
+    is (`generated`)."""
     if check == "live" and not (cur.live_decided and base.live_decided):
         raise InfraError(f"benchmark {name!r}: internal error: the live check was given "
                          f"runs that did not decide what is live at exit")
@@ -172,6 +237,10 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
                                dict(params, exact=cur.rate == 1 and base.rate == 1))
     if check == "peak":
         _peak_spread(rows, cur, base)
+    for r in rows:
+        what = generated_what(r.get("function"))
+        if what:
+            r["generated"] = what
     # Caller chains, for telling a rename from a new site: only where one
     # side has no samples (the only rows pair_renames looks at).
     cc, bc = _callers(cur, check), _callers(base, check)
@@ -253,7 +322,12 @@ def diff_baselines(trusted: dict, proposed: dict) -> dict:
               for c in stats.GC_COUNTERS if t.gc.get(c) != p.gc.get(c)]
         cfg_t = (t.rate, t.seeds, t.frames, t.grouping)
         cfg_p = (p.rate, p.seeds, p.frames, p.grouping)
-        changed = bool(sites or gc or cfg_t != cfg_p)
+        # The sections that judge later runs besides the sites and GC totals
+        # (the schedule's spread, the overhead record, the exact points).
+        sections = [k for k, a, b in (("schedule", t.meta.get("schedule"), p.meta.get("schedule")),
+                                      ("overhead", t.meta.get("overhead"), p.meta.get("overhead")),
+                                      ("points", t.points, p.points)) if a != b]
+        changed = bool(sites or gc or cfg_t != cfg_p or sections)
         out[name] = {"status": "changed" if changed else "unchanged", "sites": sites, "gc": gc,
-                     "config_changed": cfg_t != cfg_p}
+                     "config_changed": cfg_t != cfg_p, "sections": sections}
     return {"benchmarks": out}

@@ -13,7 +13,8 @@ Invariants:
 1. write() is called once, after every benchmark ran, and replaces run.json
    atomically; a directory without run.json is not a run.
 2. read() trusts nothing: run.json and every profile must be regular files
-   (no symlinks) inside DIR, names are benchmark names, numbers finite, and
+   (no symlinks) inside DIR, whose profiles/ is a directory of its own (not a
+   symlink), names are benchmark names, numbers finite, and
    every error is an InputError naming DIR and the key.  The profiles
    themselves are validated when they are aggregated (sites.py), and the
    judge compares their recorded rate, seed and frames with the settings it
@@ -89,13 +90,15 @@ def read(run_dir: str) -> Run:
     try:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise InputError(f"not a memprof-ci run (format={FORMAT!r} expected)")
-        if doc.get("version") != VERSION:
+        if not V.is_version(doc.get("version"), VERSION):
             raise InputError(f"run format version {doc.get('version')!r} is not supported "
                              f"(expected {VERSION})")
         patch_id = V.text(doc.get("patch_id"), "patch_id", optional=True, limit=200)
         benches = doc.get("benchmarks")
         if not isinstance(benches, dict):
             raise InputError("benchmarks must be an object")
+        if any(b.get("profiles") for b in benches.values() if isinstance(b, dict)):
+            _own_directory(profiles_dir(run_dir))
         entries = {}
         for name, b in benches.items():
             if not _BENCH_NAME.match(name) or len(name) > 200:
@@ -124,6 +127,16 @@ def read(run_dir: str) -> Run:
     except InputError as e:
         raise InputError(f"{path}: malformed run description: {e}") from None
     return Run(directory=run_dir, patch_id=patch_id, entries=entries)
+
+
+def _own_directory(path: str) -> None:
+    """The run directory's profiles/ is a real directory, not a link that
+    would make its profiles another directory's files."""
+    if os.path.islink(path):
+        raise InputError(f"{PROFILES}/ is a symbolic link; a run directory holds its "
+                         f"profiles itself")
+    if not os.path.isdir(path):
+        raise InputError(f"{PROFILES}/ is not a directory")
 
 
 def read_all(run_dirs: list) -> tuple[dict, list]:

@@ -5,10 +5,35 @@ Job: the one spelling of a site key, "function @ file" (":line" under the
 (sites.py) and those grouped from allocation points (pointsites.py), so
 that the same code gets the same key from both.  Invariants: pure
 functions of their arguments; a key never depends on where the project is
-checked out (norm_file).
+checked out (norm_file).  Functions the compiler generates (caml_curryN
+and its kin: is_generated) keep their names in keys; generated_what says
+what they are, for the reports.
 """
 
 from __future__ import annotations
+
+import re
+
+# Functions the native compiler writes itself, with no source location:
+# caml_curryN[_M[_app]] (partial application), caml_applyN (a call of a
+# closure whose arity is unknown), caml_tuplifyN (a function taking a
+# tuple called with its components), caml_sendN (a method call).
+_GENERATED = re.compile(r"caml_(curry|apply|tuplify|send)\d+(_\d+)*(_app)?")
+_GENERATED_WHAT = {"curry": "compiler-generated partial application",
+                   "apply": "compiler-generated call of a closure of unknown arity",
+                   "tuplify": "compiler-generated tuple argument unpacking",
+                   "send": "compiler-generated method call"}
+
+
+def is_generated(function) -> bool:
+    """The function is code the compiler generated (caml_curry2, ...)."""
+    return bool(function) and _GENERATED.fullmatch(function) is not None
+
+
+def generated_what(function) -> str | None:
+    """What a compiler-generated function does, in words, or None."""
+    m = _GENERATED.fullmatch(function) if function else None
+    return _GENERATED_WHAT[m.group(1)] if m else None
 
 
 def norm_file(f):

@@ -34,7 +34,7 @@ from .errors import InputError
 from .profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, LIVE_UNDECIDED, PEAK_KEY, SAMPLES,
                       WORD_BYTES, Profile, check_frames, explain_bad_stack, gc_paused, load_profile,
                       peak_of, stack_counts, stack_frames)
-from .sitekey import norm_file, site_label
+from .sitekey import is_generated, norm_file, site_label
 
 
 GROUPINGS = ("function", "line", "innermost")
@@ -199,6 +199,25 @@ def retainers_by_site(snapshot: dict | None, grouping: str = "function") -> dict
     return out
 
 
+def charged_caller(frames: list, idx):
+    """When a stack's site frame (at `idx`) is code the compiler generated
+    (caml_curry2, ...), the index of the OCaml function that called it:
+    the next known frame outward that is neither generated nor in the
+    standard library; else None (the site stands for itself)."""
+    if idx is None or not is_generated(frames[idx].get("function")):
+        return None
+    for j in range(idx + 1, len(frames)):
+        fr = frames[j]
+        if _known(fr) and not is_stdlib(fr) and not is_generated(fr.get("function")):
+            return j
+    return None
+
+
+def _charge_key(frame: dict, by_line: bool) -> str:
+    return site_label(frame.get("function"), norm_file(frame.get("file")),
+                      frame["line"] if by_line else None)
+
+
 def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None,
                   inner: dict | None = None):
     """Site counts of one profile's stacks: (compact site tuples, samples, live).
@@ -206,7 +225,9 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
     With `inner`, also sums each stack's [samples, live] by its innermost
     frame's (file, line, first, last, function) and site key into it, which
     pointsites.add_samples reads to tell the samples drawn at OCaml
-    allocation points from those drawn in C.
+    allocation points from those drawn in C; a stack whose site is code
+    the compiler generated is summed under its OCaml caller's key
+    (charged_caller) where the stack records one.
 
     Also validates the stacks in the same pass, with profile.py's stack
     validator (counter types and identities for every stack; frames once per
@@ -236,8 +257,8 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
             idx, fl, fn, via = classify(frames, grouping)
             labels, pos = stack_labels(sig, idx)
             c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl),
-                              labels, pos)
-        idx, fl, fn, via, key, labels, pos = c
+                              labels, pos, charged_caller(frames, idx))
+        idx, fl, fn, via, key, labels, pos, cidx = c
         line = None
         if idx is not None:
             line = frames[idx]["line"]
@@ -269,7 +290,7 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         if (n or live) and inner is not None and frames:
             f0 = frames[0]
             ik = ((f0.get("file"), f0.get("line"), f0.get("col_start"), f0.get("col_end"),
-                   f0.get("function")), key)
+                   f0.get("function")), key if cidx is None else _charge_key(frames[cidx], by_line))
             t = inner.get(ik)
             if t is None:
                 inner[ik] = [n, live]

@@ -74,8 +74,9 @@ def _root(root, path: str, where: str) -> dict:
               path, f"{where}.root")
         line = root["line"]
         if not (_opt_text(root["function"]) and _opt_text(root["file"])
-                and (line is None or type(line) is int)):
-            raise _bad(path, f"{where}.root: function, file or line has the wrong type")
+                and (line is None or validate.is_line(line))):
+            raise _bad(path, f"{where}.root: function or file is not a string or null, or "
+                             f"line is not null or a line number (0 to {validate.MAX_LINE})")
     else:
         _keys(root, {"kind"}, (), path, f"{where}.root")
     return dict(root)

@@ -57,6 +57,34 @@ def test_counts(c, b, e_cur, e_base):
             "lo": np.where(n > 0, lo, np.nan), "hi": np.where(n > 0, hi, np.nan)}
 
 
+def share_interval(k: int, n: int) -> tuple:
+    """Clopper-Pearson CONFIDENCE interval of a share estimated as k of n
+    samples; (0, 1) when nothing was sampled."""
+    if n <= 0:
+        return 0.0, 1.0
+    a = (1 - CONFIDENCE) / 2
+    lo = float(st.beta.ppf(a, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(st.beta.ppf(1 - a, k + 1, n - k)) if k < n else 1.0
+    return lo, hi
+
+
+def scaled_share_change(k_cur: int, n_cur: int, w_cur: float,
+                        k_base: int, n_base: int, w_base: float) -> dict:
+    """The change of one part of a total known on both sides (w_cur, w_base
+    words) whose share is sampled (k of n samples on each side): the
+    estimate w_cur k_cur/n_cur - w_base k_base/n_base and its interval by
+    Newcombe's MOVER method from each side's Clopper-Pearson interval
+    (STATISTICS.md, "Who changed a shared point")."""
+    cur = w_cur * k_cur / n_cur if n_cur else 0.0
+    base = w_base * k_base / n_base if n_base else 0.0
+    cl, ch = (w_cur * x for x in share_interval(k_cur, n_cur))
+    bl, bh = (w_base * x for x in share_interval(k_base, n_base))
+    d = cur - base
+    return {"current_words": cur, "baseline_words": base, "change_words": d,
+            "change_low": d - math.hypot(cur - cl, bh - base),
+            "change_high": d + math.hypot(ch - cur, base - bl)}
+
+
 def holm(p):
     """Holm step-down adjusted p-values (same order as the input).
 

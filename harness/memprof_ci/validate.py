@@ -17,6 +17,10 @@ Invariants:
    so a planted link cannot make the harness read or judge another file.
 4. Each checker raises the error class it is given with a message naming
    the place ("FILE: key.path ...") and says nothing else.
+5. A line number is an int in [0, MAX_LINE] (nine decimal digits, as a
+   baseline's line keys are written), a rate a finite number in
+   [MIN_RATE, 1] (so that samples / rate stays finite), and a format
+   version an int, never a bool.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ from .errors import InputError
 
 MAX_COUNT = 2 ** 53
 MAX_DEPTH = 64
+MAX_LINE = 999_999_999
+# The smallest sampling rate any reader accepts: 2^53 samples at it are
+# still a finite number of bytes, far from overflow.
+MIN_RATE = 1e-30
 
 
 def is_count(v) -> bool:
@@ -45,6 +53,23 @@ def count(v, where: str, err=InputError) -> int:
     if not is_count(v):
         raise err(f"{where} must be a non-negative integer at most 2^53, got {_short(v)}")
     return v
+
+
+def is_line(v) -> bool:
+    """A source line number: an int (not a bool) in [0, MAX_LINE]."""
+    return type(v) is int and 0 <= v <= MAX_LINE
+
+
+def is_rate(v) -> bool:
+    """A sampling rate: a finite number in [MIN_RATE, 1]."""
+    return is_finite(v) and MIN_RATE <= v <= 1
+
+
+def is_version(v, expected) -> bool:
+    """`v` is the format version `expected` (or one of them), as an int:
+    JSON's `true` is not version 1."""
+    want = expected if isinstance(expected, (tuple, list, set)) else (expected,)
+    return type(v) is int and v in want
 
 
 def finite(v, where: str, err=InputError, lo=None, hi=None,
@@ -80,7 +105,7 @@ def line_counts(m, where: str, unit: str = "samples") -> dict:
     for k, v in m.items():
         if k in ("null", "None"):
             line = None
-        elif k.isdigit() and len(k) <= 9:
+        elif k.isascii() and k.isdigit() and len(k) <= 9:
             line = int(k)
         else:
             raise InputError(f"{where}: key {k[:40]!r} is not a line number")

@@ -13,8 +13,9 @@ The pass, in order, each step computed once per report:
 1. Rows: rows.site_rows() compares one benchmark's sites for one check.
 2. Family: decide_sites() runs decide_family() over every alloc, live and
    peak row of the report (moves.pair_renames, then Holm, then classify()),
-   then peak_must_rise() over each benchmark's peak rows, moves.apply_moves()
-   and power(); decide_proposed() does the same, two-sided, over every
+   then peak_must_rise() over each benchmark's peak rows, moves.apply_moves(),
+   moves.attribute_changes() (which callers changed a shared point) and
+   power(); decide_proposed() does the same, two-sided, over every
    proposed-baseline row.  Each records the family it decided
    (report["family"], report["proposed_family"]) and does nothing when
    called again on the same rows, so the pytest items can decide early and
@@ -42,8 +43,8 @@ from __future__ import annotations
 import math
 
 from . import stats
-from .fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, worst_first
-from .moves import RENAMED, SITE_KEYS, apply_moves, pair_renames
+from .fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, site_name, worst_first
+from .moves import EXACT_MIN_BYTES, RENAMED, SITE_KEYS, apply_moves, attribute_changes, pair_renames
 from .profile import WORD_BYTES
 from .report_doc import new_report
 from .rows import gc_rows, peak_summary, site_rows, stream
@@ -81,11 +82,6 @@ def classify(rows: list, two_sided: bool = False) -> None:
                              else "below min_share")
 
 
-# A counted change smaller than this per run never fails: the startup
-# allocations that hold the executable's path (Sys.executable_name), argv
-# and environment variables differ by that much between two checkouts of
-# the same code.
-EXACT_MIN_BYTES = 1024
 
 
 def _classify_exact(r: dict, ratio, relevant: bool, two_sided: bool) -> None:
@@ -216,8 +212,7 @@ def regression_message(name: str, check: str, regs: list) -> str:
     what = {"alloc": "allocate", "live": "retain at exit",
             "peak": "hold at the peak"}[check]
     head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
-    body = [f"  {r['site']}{' (via ' + r['via'] + ')' if r.get('via') else ''}"
-            f"{' (renamed or moved from ' + r['renamed_from'] + ')' if r.get('renamed_from') else ''}: "
+    body = [f"  {site_name(r)}: "
             f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
             f"{fmt_delta(r)}" + ("" if r.get("exact") else f", p(Holm)={fmt_p(r['p_adj'])}")
             for r in worst_first(regs)]
@@ -307,6 +302,7 @@ def decide_sites(report: dict) -> None:
     for b in report["benchmarks"].values():
         peak_must_rise(b.get("peak") or [], b.get("peak_summary"))
         apply_moves(b)
+        attribute_changes(b)
         if b.get("alloc"):
             b["power"] = power(b)
     report["family"] = {"rows": len(rows),

@@ -2,7 +2,11 @@
 
 The comparison (built with stats.site_rows and verdict.decide from fixed
 counts, no timestamps, no paths) has a regression, an improvement, a new
-site, a noise site and a function rename, plus an identical benchmark.  Any
+site, a noise site and a function rename, plus an identical benchmark and
+one of exact allocation points: a standard-library point grown by a new
+caller (the row names that caller, not the largest ones), a point in
+compiler-generated code and a row of allocation by runtime primitives.
+report.html is pinned by its site rows (report-sites.html).  Any
 change to a rendering shows up as a diff of harness/tests/golden/*, to be
 reviewed.  Regenerate after an intended change with
 
@@ -14,13 +18,19 @@ significantly; site tables with verbose).
 """
 
 import os
+import re
+from collections import Counter
 
 import pytest
 
 from harness_testlib import HERE
 from memprof_ci import overhead, verdict
+from memprof_ci.pointsites import PointSite, split
 from memprof_ci.report import render_markdown, render_terminal
 from memprof_ci.report_doc import new_report, to_json
+from memprof_ci.report_html import render_html
+from memprof_ci.rows import caller_changes
+from memprof_ci.sitekey import generated_what
 
 GOLDEN = os.path.join(HERE, "golden")
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
@@ -62,8 +72,50 @@ def fixed_overhead() -> dict:
             "note": "", "baseline_estimate": 0.02, "baseline_ci_high": 0.02}
 
 
+def point(key, fn, fl, words, callers):
+    """A point site (pointsites.PointSite) with its sampled callers."""
+    return PointSite(key=key, file=fl, function=fn, words=words, callers=Counter(callers))
+
+
+def shared_bench() -> dict:
+    """Exact allocation points: a standard-library point grown by a new
+    caller while its largest callers are unchanged, a point in
+    compiler-generated code, and what runtime primitives allocated for a
+    user function (sampled)."""
+    add = "Stdlib__Hashtbl.add @ hashtbl.ml"
+    callers = {"Path.check @ path.ml": 500, "Traverse.iter @ traverse.ml": 300}
+    base_pts = {add: point(add, "Stdlib__Hashtbl.add", "hashtbl.ml", 8_000_000, callers),
+                "caml_curry2 @ ?": point("caml_curry2 @ ?", "caml_curry2", None, 40_000,
+                                         {"Main.run @ main.ml": 50})}
+    cur_pts = {add: point(add, "Stdlib__Hashtbl.add", "hashtbl.ml", 8_400_000,
+                          dict(callers, **{"Memo.memo @ memo.ml": 40})),
+               "caml_curry2 @ ?": base_pts["caml_curry2 @ ?"]}
+    m = lambda pts: {k: (p.words, {"file": p.file, "function": p.function, "line": None,
+                                   "via": None, "lines": {}}) for k, p in pts.items()}
+    params = dict(PARAMS, exact=True, min_effect=0.01)
+    rows = verdict.stats.site_rows("shared", "alloc", m(cur_pts), m(base_pts), 8_440_000,
+                                   8_040_000, 1.0, 1.0, params)
+    prim = "Main.run @ main.ml (via runtime primitives, sampled)"
+    rows += verdict.stats.site_rows("shared", "alloc", {prim: (60, {"file": "main.ml",
+                                    "function": "Main.run", "line": None, "via": None,
+                                    "lines": {}})}, {prim: (58, {"file": "main.ml",
+                                    "function": "Main.run", "line": None, "via": None,
+                                    "lines": {}})}, 3000, 2900, 3e-4, 3e-4, PARAMS)
+    for r in rows:
+        r["points"] = r["exact"]
+        if r["site"] in cur_pts:
+            r["split"] = split(cur_pts[r["site"]])
+            r["caller_changes"] = caller_changes(cur_pts[r["site"]], base_pts[r["site"]])
+        if r["function"] == "caml_curry2":
+            r["generated"] = generated_what("caml_curry2")
+    b = bench("shared", {}, {})
+    b["alloc"] = rows
+    return b
+
+
 def fixed_report() -> dict:
     rep = new_report("compare")
+    rep["benchmarks"]["shared"] = shared_bench()
     base = dict([site("Main.grow", 20000), site("Main.shrink", 10000), site("Main.steady", 30000),
                  site("Main.old_name", 5000, {40: 5000})])
     cur = dict([site("Main.grow", 26000), site("Main.shrink", 7000), site("Main.steady", 30050),
@@ -76,9 +128,19 @@ def fixed_report() -> dict:
     return rep
 
 
+def html_site_rows(report: dict) -> str:
+    """report.html's regressed rows (its first screen) and each site table
+    row, one per line: the parts of the page a site's name is rendered in."""
+    page = render_html(report, env={})
+    focus = re.search(r'<section id="focus">.*?</table>', page, re.S).group(0)
+    rows = re.findall(r'<tr class="site[^"]*".*?</tr>', page, re.S)
+    return "\n".join([focus] + rows) + "\n"
+
+
 RENDERINGS = {"report.txt": lambda r: render_terminal(r),
               "report-verbose.txt": lambda r: render_terminal(r, verbose=True),
-              "report.md": render_markdown, "report.json": to_json}
+              "report.md": render_markdown, "report.json": to_json,
+              "report-sites.html": html_site_rows}
 
 
 @pytest.mark.parametrize("name", sorted(RENDERINGS))
@@ -118,6 +180,8 @@ def test_terminal_shows_site_tables_only_for_significant_changes():
 def test_identical_comparison_prints_headline_and_status_table_only():
     rep = fixed_report()
     del rep["benchmarks"]["changed"]
+    del rep["benchmarks"]["shared"]
+    rep["family"] = None
     verdict.decide(rep)
     cell = ("+1.37% cycles (+1.80% instr.) vs +12.00% (baseline +2.00% + tolerance); "
             "time CPU +3.3% [+3.1%, +3.3%], wall noisy (pairs -43% to +79%); peak RSS +0.8 MB")

@@ -86,7 +86,7 @@ def test_inlined_helper_passes_as_moved_and_a_real_change_still_fails(work):
     r, b = judge(work, "-m", "alloc_sites")
     # Array.make allocates in C: judged per calling site from the samples
     # (at rate 1, every word).
-    other = rows(b)["Prog.other @ prog.ml (in C)"]
+    other = rows(b)["Prog.other @ prog.ml (via runtime primitives)"]
     exact = 'mode = "exact"' in open(os.path.join(work, "benchmarks.toml")).read()
     if exact:
         # Counted: +1.9% at a site is a fact, and over the exact min_effect.

@@ -115,13 +115,13 @@ def test_known_allocation_is_exact_in_the_harness_table(tmp_path):
     assert flo["current_samples"] == 2 * k + 3 * k     # boxes and list cells
     # What C allocated for an OCaml call (the array, the string) is counted
     # at that call: the toplevel's, in whole words with headers.
-    top = alloc["Points_known @ points_known.ml (in C)"]
+    top = alloc["Points_known @ points_known.ml (via runtime primitives)"]
     assert top["points"] and top["exact"] and top["p_adj"] is None
     assert top["current_samples"] - top["baseline_samples"] == 1000 + 5, top
     assert not top.get("split"), top        # user code: its own caller
     # What no call point counts (Obj.dup's copies) is judged per calling
     # site from the samples, here drawn at rate 1: every word, so exact too.
-    sampled = [x for x in rows["alloc"] if x["site"].endswith(" (in C, sampled)")]
+    sampled = [x for x in rows["alloc"] if x["site"].endswith(" (via runtime primitives, sampled)")]
     assert sampled and all(x["exact"] and not x.get("points") for x in sampled)
     grew = sum(x["current_samples"] - x["baseline_samples"] for x in sampled)
     assert grew == 4 * 2, sampled

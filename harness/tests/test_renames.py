@@ -5,8 +5,9 @@ renamed code also allocates more (moves.pair_renames)."""
 import json
 import os
 
+import pytest
 from harness_testlib import make_profile, run_cli, write_json
-from memprof_ci import verdict
+from memprof_ci import moves, stats, verdict
 from memprof_ci.report import render_markdown, render_terminal
 
 MAIN = ("Main.main", "main.ml", 99)
@@ -124,3 +125,73 @@ def test_pairing_is_idempotent_and_survives_rerendering(tmp_path):
     for text in (render_terminal(rep, verbose=True), render_markdown(rep)):
         lines = [x for x in text.splitlines() if "Main.f @ main.ml" in x]
         assert len(lines) >= 2 and all("Main.f_renamed @ main.ml" in x for x in lines), lines
+
+
+# The cases of issue 57: pairs that a replay of a real library's history
+# showed as "renamed or moved" although no code moved.
+
+PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
+
+
+def rows_of(check, base: dict, cur: dict, e=3e-4, exact=False):
+    """Decided rows of one check from {site: (count, file, function)} per side."""
+    def m(side):
+        return {k: (n, {"file": fl, "function": fn, "line": None, "via": None, "lines": {}})
+                for k, (n, fl, fn) in side.items()}
+    rs = stats.site_rows("bench", check, m(cur), m(base), sum(v[0] for v in cur.values()),
+                         sum(v[0] for v in base.values()), e, e, dict(PARAMS, exact=exact))
+    verdict.decide_family(rs)
+    return {r["site"]: r for r in rs}
+
+
+STEADY = {"Main.steady @ main.ml": (5000, "main.ml", "Main.steady")}
+PRIM = " (via runtime primitives, sampled)"
+
+
+@pytest.mark.parametrize("files", [("traverse.ml", "util.ml"), (None, None)])
+def test_one_sample_sites_in_different_files_are_not_a_rename(files):
+    """`Traverse.Dfs.iter_component @ traverse.ml (in C, sampled) ->
+    Util.Memo.memo @ util.ml (in C, sampled)` was paired by "the same file"
+    (its rows carried no file): neither a file nor a function is shared,
+    and one sample each is below the noise floor."""
+    old, new = f"Traverse.Dfs.iter_component @ traverse.ml{PRIM}", f"Util.Memo.memo @ util.ml{PRIM}"
+    rows = rows_of("alloc", dict(STEADY, **{old: (1, files[0], files[0] and
+                                                   "Traverse.Dfs.iter_component")}),
+                   dict(STEADY, **{new: (1, files[1], files[1] and "Util.Memo.memo")}))
+    assert not rows[new].get("renamed_from") and not rows[old].get("renamed_to")
+
+
+def test_the_standard_library_is_not_renamed_to_user_code():
+    """`Stdlib__Map.Make.create @ map.ml -> Path.Check.create @ path.ml` was
+    paired as "the same function create in another file"; even with many
+    samples, equal counts and the same last name, a standard-library point
+    and a user function are different code."""
+    old, new = "Stdlib__Map.Make.create @ map.ml", "Path.Check.create @ path.ml"
+    rows = rows_of("alloc", dict(STEADY, **{old: (400, "map.ml", "Stdlib__Map.Make.create")}),
+                   dict(STEADY, **{new: (400, "path.ml", "Path.Check.create")}))
+    assert not rows[new].get("renamed_from")
+    # Two user functions of that name in two files still pair.
+    rows = rows_of("alloc", dict(STEADY, **{"Graph.create @ graph.ml": (400, "graph.ml",
+                                                                         "Graph.create")}),
+                   dict(STEADY, **{new: (400, "path.ml", "Path.Check.create")}))
+    assert rows[new]["renamed_because"] == "the same function create in another file"
+
+
+def test_one_sample_peak_sites_of_one_file_are_not_a_rename_nor_a_move():
+    """`Bench.w_dfs -> Bench.w_inter` in the peak check: one sample each,
+    nothing recorded; not paired and, under an unchanged allocation stream,
+    not named as a move either."""
+    old, new = "Bench.w_dfs @ bench.ml", "Bench.w_inter @ bench.ml"
+    steady = {"Bench.main @ bench.ml": (30, "bench.ml", "Bench.main")}
+    rows = rows_of("peak", dict(steady, **{old: (1, "bench.ml", "Bench.w_dfs")}),
+                   dict(steady, **{new: (1, "bench.ml", "Bench.w_inter")}))
+    assert not rows[new].get("renamed_from")
+    b = {"peak": list(rows.values()),
+         "stream": {"baseline_words": 10**6, "current_words": 10**6, "same_sampling": True,
+                    "baseline_samples": 31, "current_samples": 31}}
+    moves.apply_moves(b)
+    assert not rows[new].get("moved_from") and not rows[old].get("moved_to")
+    # Above the noise floor, the same file with nothing else recorded pairs.
+    rows = rows_of("peak", dict(steady, **{old: (40, "bench.ml", "Bench.w_dfs")}),
+                   dict(steady, **{new: (40, "bench.ml", "Bench.w_inter")}))
+    assert rows[new]["renamed_because"] == "the same file (no lines or callers recorded)"
