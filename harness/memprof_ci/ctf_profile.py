@@ -72,6 +72,10 @@ def _frames(bt: tuple, locations: dict, path: str) -> list:
             out.append(dict(_UNKNOWN))
         for i in range(len(locs) - 1, -1, -1):
             f, line, c0, c1, fn = locs[i]
+            if line == 0 and c0 == 0xFF and c1 == 0x3FF:
+                # Location.none (OCaml 5.4's bytecode has such frames): the
+                # writer saturates its columns of -1, as a profile keeps them.
+                c0 = c1 = -1
             out.append({"file": f, "line": line, "col_start": c0, "col_end": c1,
                         "function": fn, "inlined": i > 0})
     return out

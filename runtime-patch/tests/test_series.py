@@ -86,10 +86,10 @@ def test_report_refuses_a_tree_that_is_not_ocaml(tmp_path):
 
 
 def test_each_file_keeps_to_its_cut():
-    """Every file of every series is at most 700 lines; a backport file holds
-    a backport alone (its opening paragraph names the upstream PR, and no
-    design comment of ours is added by it), a feature file opens with
-    "memprof-ci:"."""
+    """Every file of every series is at most 700 lines; a backport (or fix of
+    an upstream bug) holds that alone (its opening paragraph names the
+    upstream PR or issue, and no design comment of ours is added by it), a
+    feature file opens with "memprof-ci:"."""
     seen = set()
     for v in series.versions():
         for p in series.series(v):
@@ -99,8 +99,8 @@ def test_each_file_keeps_to_its_cut():
         text = p.read_text()
         assert len(text.splitlines()) <= 700, (p, len(text.splitlines()))
         intro = text.split("\n--- ", 1)[0]
-        if "backport" in p.name:
-            assert intro.startswith("Backport of ocaml/ocaml#"), p
+        if "backport" in p.name or "fix-" in p.name:
+            assert intro.startswith(("Backport of ocaml/ocaml#", "Fix of ocaml/ocaml#")), p
             added = [ln for ln in text.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
             assert not any("design 8" in ln or "memprof_tracker" in ln for ln in added), p
         else:
@@ -109,9 +109,12 @@ def test_each_file_keeps_to_its_cut():
 
 def test_backports_only_where_the_release_lacks_them():
     """5.4.1 has ocaml/ocaml#14057 and #14287 upstream; 5.3.0 gets them from
-    the series. #14304 is in neither release, so both carry it."""
+    the series. #14304 is in neither release, so both carry it. 5.4.1 alone
+    carries a fix of #15092 (5.3.0 does not have that bug)."""
     names = {v: [p.name for p in series.series(v)] for v in series.versions()}
     for v, want in (("5.3.0", {"01-backport-14057.patch", "02-backport-14287.patch",
                                "03-backport-14304.patch"}),
                     ("5.4.1", {"03-backport-14304.patch"})):
         assert {n for n in names[v] if "backport" in n} == want, names[v]
+    assert [n for n in names["5.4.1"] if "fix-" in n] == ["00-fix-15092.patch"]
+    assert not [n for n in names["5.3.0"] if "fix-" in n]
