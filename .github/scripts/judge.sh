@@ -333,6 +333,8 @@ choose_reference() {
     fail "Main's recorded runs ($runs_branch) cannot be used: $(tail -n 1 "$work/reference.log")"
   IFS=$'\t' read -r kind rec dist _n kept stale <<<"$found"
   if [ "$kind" = stale ]; then stale=$_n; fi
+  if [ "$kept" = - ]; then kept=; fi
+  if [ "$stale" = - ]; then stale=; fi
   case "$kind" in
     recorded)
       reference="$work/reference"

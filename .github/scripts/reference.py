@@ -19,7 +19,7 @@ tab-separated line:
                       each one the record measured replaced by the record's
                       document, unless the record is stale for it; KEPT
                       lists (comma-separated) the committed ones the record
-                      lacks, STALE those it is stale for
+                      lacks, STALE those it is stale for ("-" for none)
   stale C DISTANCE STALE
                       the record is stale for every benchmark it measured
   none REASON         no record within N commits, or no data branch
@@ -86,7 +86,7 @@ from memprof_ci import baseline as bl
 from memprof_ci import history
 from memprof_ci.errors import MemprofError
 from memprof_ci.fmt import fmt_bytes, fmt_pct
-from memprof_ci.mdsafe import code, printable, text
+from memprof_ci.mdsafe import printable, text
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATH_RE = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*")
@@ -261,8 +261,10 @@ def cmd_find(args):
     if not replaced and measured_stale:
         print(f"stale\t{commit}\t{distance}\t{','.join(measured_stale)}")
         return 0
-    print(f"recorded\t{commit}\t{distance}\t{len(replaced)}\t{','.join(kept)}\t"
-          f"{','.join(measured_stale)}")
+    # "-" for an empty list: a shell reading the line splits on tabs and
+    # would merge two in a row.
+    print(f"recorded\t{commit}\t{distance}\t{len(replaced)}\t{','.join(kept) or '-'}\t"
+          f"{','.join(measured_stale) or '-'}")
     return 0
 
 
@@ -335,7 +337,8 @@ def cmd_drift(args):
         ba, bb = a.bytes_of(a.total_samples), b.bytes_of(b.total_samples)
         wa, wb = (a.gc or {}).get("minor_words"), (b.gc or {}).get("minor_words")
         words = fmt_pct(wb / wa) if wa and wb is not None else "-"
-        rows.append(f"| {code(name)} | {fmt_bytes(ba)} | {fmt_bytes(bb)} | "
+        # committed_names() admits only [A-Za-z0-9_.-] names: inert in a code span.
+        rows.append(f"| `{name}` | {fmt_bytes(ba)} | {fmt_bytes(bb)} | "
                     f"{fmt_pct(bb / ba) if ba else '-'} | {words} |")
     print(f"\n### {text(args.title)}\n")
     print("Information only: this never fails the check.\n")
