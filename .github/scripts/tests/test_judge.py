@@ -715,7 +715,7 @@ def test_pull_request_needs_base_sha(repo, tmp_path):
     r, head = repo
     proc, md, _ = judge(r, tmp_path, head, [profile(r, tmp_path / "run")], labels=[])
     assert proc.returncode == 2
-    assert "BASE_SHA is required" in md
+    assert "BASE&#95;SHA is required" in md   # judge.sh's texts go through mdsafe.text()
 
 
 def test_unknown_commit_is_an_error(repo, tmp_path):
