@@ -27,7 +27,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 case "${1:-gate}" in
-  gate) packages=(gcc make patch npm ocaml-dune ocaml-findlib valgrind hyperfine jq "${python_pkgs[@]}") ;;
+  gate) packages=(gcc make patch xz-utils npm ocaml-dune ocaml-findlib valgrind hyperfine jq "${python_pkgs[@]}") ;;
   judge) packages=("${python_pkgs[@]}") ;;
   test)
     exec "${sudo_cmd[@]}" "$here/../../harness/scripts/ensure-deps.sh" build python bench lint adopt ;;

@@ -56,22 +56,26 @@
 # Invariants:
 #   - trusted inputs (settings via --base-manifest, baselines) come from the
 #     base commit's git objects on pull_request events and from the tested
-#     commit otherwise; with --runs-branch the reference baselines are those
-#     of main's recorded run (written only by pushes to main, validated like
-#     any baseline, never run; a hostile record makes the verdict an error)
-#     unless the pull request changes the baselines directory (then the
-#     committed baselines, the reference the accept label accepts against),
-#     or the baselines or manifest changed since that record; every case is
-#     named in the report's notes;
+#     commit otherwise; with --runs-branch the reference of each benchmark is
+#     main's recorded run (written only by the default branch's record job,
+#     validated like any baseline, never run; a hostile or rewritten record
+#     makes the verdict an error) unless its committed baseline or manifest
+#     entry changed in parsed content since that record (then its committed
+#     baseline); a benchmark whose proposed baseline changes in parsed
+#     content is judged against its committed baseline with the accept
+#     label (what the label accepts against) and, without it, against both
+#     references, the stricter verdict standing (reference.py find and
+#     compose); every case is named in the report's notes;
 #   - the report's drift section (committed baselines against the recorded
 #     reference on pull requests, against this run's measurement on pushes)
 #     is information and never changes the verdict;
 #   - the pull request's manifest and baselines are read
 #     from the tested commit's objects as data and only ever reach the harness
 #     as --manifest (which benchmarks exist) and --proposed-baselines;
-#   - --proposed-baselines is passed iff `git diff BASE...HEAD` touches the
-#     baselines directory; --accept-changes iff, in addition, the event is a
-#     pull request, the accept label is in $LABELS_JSON and the event that
+#   - --proposed-baselines is passed iff a proposed baseline changes in
+#     parsed content (its unchanged benchmarks hold the reference's
+#     documents there, so the harness sees no change of them);
+#     --accept-changes iff, in addition, the event is a pull request, the accept label is in $LABELS_JSON and the event that
 #     started this run added it (so it accepts the commit a maintainer put it
 #     on, never a later push); without the
 #     label, the proposed baselines are passed with every deletion of a
@@ -94,6 +98,9 @@
 #     published, and stderr is merged into stdout: nothing the pull request
 #     wrote (run.json's error texts reach the log through the harness) acts
 #     as a command; only publish-report.sh's annotation does;
+#   - every string judge.sh itself writes into OUT/report.md goes through
+#     the harness's mdsafe.text() (md_report.py); publish-report.sh gives
+#     the job summary report.md through md_inert.inert();
 #   - OUT/report.md always exists afterwards; exit status and OUT/exit-status
 #     are the normalised verdict (0 pass, 1 regression, 2 error); `status=N`
 #     is appended to $GITHUB_OUTPUT when set.
@@ -202,6 +209,8 @@ else
   harness=(env "PYTHONPATH=$harness_path" "${MEMPROF_CI_PYTHON:-/usr/bin/python3}" -m memprof_ci)
 fi
 reference_py=(env "PYTHONPATH=$harness_path" /usr/bin/python3 "$here/reference.py")
+# judge.sh's own Markdown: every string through the harness's mdsafe.
+md_report=(env "PYTHONPATH=$harness_path" /usr/bin/python3 "$here/md_report.py")
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -220,10 +229,8 @@ done
 # Any failure before the harness runs still leaves a report behind.
 fail() {
   echo "judge: $*" >&2
-  {
-    printf '## memprof-ci could not judge this run\n\n'
-    printf '%s\n' "$*"
-  } >"$out/report.md"
+  "${md_report[@]}" error "$*" >"$out/report.md" ||
+    printf '## memprof-ci could not judge this run\n\nSee the job log.\n' >"$out/report.md"
   rm -f "$out/report.json"
   resume_commands
   "$here/publish-report.sh" --final "$out" 2 "${MEMPROF_CI_TITLE:-memprof-ci allocation report}"
@@ -291,8 +298,11 @@ list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
 
 # The reference the run is judged against: main's recorded run of the
 # merge base (the pushed commit's first parent on pushes) or of its nearest
-# recorded first-parent ancestor, else the committed baselines. Sets
-# $reference, and $drift_now/$drift_title for the drift section.
+# recorded first-parent ancestor, benchmark by benchmark (a benchmark whose
+# committed baseline or manifest entry changed since that record keeps its
+# committed baseline), else the committed baselines. Sets $reference, and
+# $drift_now/$drift_title for the drift section. Which benchmarks a pull
+# request's proposed baselines change is decided afterwards (compose).
 reference="$base_root/$baselines"
 drift_now=
 drift_title=
@@ -302,7 +312,7 @@ choose_reference() {
     drift_title="Drift of this commit since the accepted baselines"
   fi
   [ -n "$runs_branch" ] || return 0
-  local data_ref="refs/remotes/origin/$runs_branch" from what found kind rec dist _n kept
+  local data_ref="refs/remotes/origin/$runs_branch" from what found kind rec dist _n kept stale
   # The newest records, when origin can be reached; else what the checkout fetched.
   git_repo fetch --no-tags --quiet origin "+refs/heads/$runs_branch:$data_ref" >/dev/null 2>&1 || true
   if [ "$is_pr" = 1 ]; then
@@ -312,20 +322,19 @@ choose_reference() {
     from=$(git_repo rev-parse --verify --quiet "$head^1") || from=
     what="the pushed commit's first parent"
   fi
-  if [ -n "$proposed" ]; then
-    notes+=("Reference: the committed baselines. This pull request changes \`$baselines/\`, so it is judged against the accepted reference (the one the accept label accepts against), not against main's recorded run.")
-    return 0
-  fi
   if [ -z "$from" ]; then
     notes+=("Reference: the committed baselines (the fallback): the pushed commit has no parent.")
     return 0
   fi
   found=$("${reference_py[@]}" find --repo "$repo" --data-ref "$data_ref" --runs-path "$runs_path" \
-            --from "$from" --accepted "$base" --max-distance "$max_distance" --watch "$baselines" \
-            --watch "$manifest" --baselines "$base_root/$baselines" --out "$work/reference" \
-            2>"$work/reference.log") ||
+            --from "$from" --accepted "$base" --max-distance "$max_distance" \
+            --committed-path "$baselines" --manifest "$manifest" --baselines "$base_root/$baselines" \
+            --out "$work/reference" --record-out "$work/recorded" 2>"$work/reference.log") ||
     fail "Main's recorded runs ($runs_branch) cannot be used: $(tail -n 1 "$work/reference.log")"
-  IFS=$'\t' read -r kind rec dist _n kept <<<"$found"
+  IFS=$'\t' read -r kind rec dist _n kept stale <<<"$found"
+  if [ "$kind" = stale ]; then stale=$_n; fi
+  if [ "$kept" = - ]; then kept=; fi
+  if [ "$stale" = - ]; then stale=; fi
   case "$kind" in
     recorded)
       reference="$work/reference"
@@ -337,16 +346,19 @@ choose_reference() {
       if [ -n "$kept" ]; then
         notes+=("Main's recorded run has no measurement of $(printf '%s\n' "${kept//,/$'\n'}" | list_files): judged against the committed baseline.")
       fi
-      if [ "$is_pr" = 1 ]; then
-        drift_now=$reference
-        drift_title="Drift of the base since the accepted baselines (main's recorded run of ${rec:0:12})"
+      if [ -n "$stale" ]; then
+        notes+=("The committed baseline or the manifest entry of $(printf '%s\n' "${stale//,/$'\n'}" | list_files) changed in content between main's recorded run (${rec:0:12}) and ${base:0:12}, so that run is not their accepted state: judged against the committed baseline.")
       fi ;;
     stale)
-      notes+=("Reference: the committed baselines (the fallback). \`$baselines/\` or $manifest changed between main's nearest recorded run (${rec:0:12}, $dist commit(s) before $what) and ${base:0:12}, so that run is not the accepted state.") ;;
+      notes+=("Reference: the committed baselines (the fallback). The committed baselines or the manifest entries of every benchmark main's nearest recorded run (${rec:0:12}, $dist commit(s) before $what) measured changed in content before ${base:0:12}, so that run is not the accepted state.") ;;
     none)
       notes+=("Reference: the committed baselines (the fallback): ${found#none$'\t'}.") ;;
     *) fail "reference.py printed an unexpected answer." ;;
   esac
+  if [ "$is_pr" = 1 ] && [ -d "$work/recorded" ]; then
+    drift_now="$work/recorded"
+    drift_title="Drift of the base since the accepted baselines (main's recorded run of ${rec:0:12})"
+  fi
 }
 
 # The caller's extra arguments come first and from an allow-list: the
@@ -399,6 +411,8 @@ fi
 check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest")
 
 accept=false
+bl_changed=
+label=false
 proposed=
 if [ "$is_pr" = 1 ]; then
   bl_changed=$(changed_files "$baselines") || fail "git diff ${base}...${head} failed (is the history deep enough?)"
@@ -412,12 +426,7 @@ if [ "$is_pr" = 1 ]; then
     label=false
     notes+=("The pull request's labels could not be read; the accept label was not honoured. The verdict is an error.")
   }
-  if [ "$label" = true ] && [ -n "$bl_changed" ]; then
-    accept=true
-    notes+=("The label \`$accept_label\` was added to this pull request by the event that started this run: regressions of benchmarks whose proposed baseline changed and matches what this code measures are accepted.")
-  elif [ "$label" = true ]; then
-    notes+=("The label \`$accept_label\` is on this pull request, but it changes nothing under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
-  elif [ "$label" = earlier ]; then
+  if [ "$label" = earlier ]; then
     notes+=("The label \`$accept_label\` is on this pull request, but it was added before the event that started this run (a push, another label, a reopening): it accepts only the commit it was added on, in the run its adding starts, so nothing is accepted here. To accept this commit, review it, then remove the label and add it again.")
   fi
   if [ -n "$harness_dir" ]; then
@@ -456,21 +465,14 @@ if [ -n "$unbaselined" ]; then
   forced_error=1
   notes+=("Benchmarks without a baseline in $(if [ "$is_pr" = 1 ]; then echo "this pull request"; else echo "this commit"; fi) ($(printf '%s\n' "$unbaselined" | list_files)): every benchmark the manifest runs needs one, or nothing judges it. Commit the output of \`make update-baselines\` (\`memprof-ci update-baselines -k NAME\`). The verdict is an error.")
 fi
-if [ -n "$untrusted" ]; then
-  if [ "$accept" = true ]; then
-    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline; the label \`$accept_label\` makes this pull request's baseline the reference (it must match what the code measures).")
-  else
-    forced_error=1
-    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
-  fi
-fi
 # A benchmark with a trusted baseline that the pull request drops from its
 # manifest and whose baseline it deletes (removed, or renamed: removed +
 # new) is "removed" for the harness. Only the accept label honours that
-# deletion; without it the harness sees the proposed baselines with the
-# deletion undone, and the benchmark fails as missing.
+# deletion (a deletion is a change of content, so the label then accepts);
+# without it the deletion is undone before anything else reads the
+# proposed baselines, and the benchmark fails as missing.
 if [ -n "$removed" ] && [ -n "$proposed" ]; then
-  if [ "$accept" = true ]; then
+  if [ "$label" = true ]; then
     notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline; the label \`$accept_label\` accepts the removal.")
   else
     restored="$work/proposed"
@@ -482,39 +484,97 @@ if [ -n "$removed" ] && [ -n "$proposed" ]; then
   fi
 fi
 choose_reference
-check+=(--baselines "$reference" --measured-dir "$out/measured")
-if [ -n "$proposed" ]; then check+=(--proposed-baselines "$proposed"); fi
-if [ "$overhead" = 0 ]; then check+=(--no-overhead); fi
-if [ "$accept" = true ]; then check+=(--accept-changes); fi
-for n in "${notes[@]}"; do check+=(--note "$n"); done
-check+=(--report-dir "$out")
+# Which benchmarks the pull request's proposed baselines really change
+# (parsed content, reference.py compose), and the directories each pass of
+# the harness judges with: main's recorded run stays the reference of every
+# other benchmark.
+compose_args=(compose --committed "$base_root/$baselines" --reference "$reference" --out "$work/compose")
+if [ -n "$proposed" ]; then compose_args+=(--proposed "$proposed"); fi
+if [ "$label" = true ]; then compose_args+=(--accept); fi
+changed=$("${reference_py[@]}" "${compose_args[@]}" 2>"$work/compose.log") ||
+  fail "Cannot compare the proposed baselines with the committed ones: $(tail -n 1 "$work/compose.log")"
+changed=$(printf '%s\n' "$changed" | sed -n 's/^changed //p')
+if [ -n "$bl_changed" ] && [ -z "$changed" ]; then
+  notes+=("This pull request changes files under \`$baselines/\` but no baseline's content (only its formatting): nothing to accept, and the reference is what it would be without those changes.")
+fi
+if [ "$label" = true ] && [ -n "$changed" ]; then
+  accept=true
+  notes+=("The label \`$accept_label\` was added to this pull request by the event that started this run: regressions of benchmarks whose proposed baseline changed ($(printf '%s\n' "$changed" | list_files)) and matches what this code measures are accepted, against their committed baselines; every other benchmark keeps its reference.")
+elif [ "$label" = true ]; then
+  notes+=("The label \`$accept_label\` is on this pull request, but it changes no baseline's content under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
+fi
+if [ -n "$untrusted" ]; then
+  if [ "$accept" = true ]; then
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline; the label \`$accept_label\` makes this pull request's baseline the reference (it must match what the code measures).")
+  else
+    forced_error=1
+    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
+  fi
+fi
+strict=
+if [ -d "$work/compose/strict" ]; then
+  strict="$work/compose/strict"
+  notes+=("This pull request changes the baseline of $(printf '%s\n' "$changed" | list_files) without the label \`$accept_label\`: judged against main's recorded run and against the committed baseline, and the stricter verdict stands.")
+fi
+proposed=
+if [ -d "$work/compose/proposed" ]; then proposed="$work/compose/proposed"; fi
+check_ref="$work/compose/reference"
+common=()
+if [ -n "$proposed" ]; then common+=(--proposed-baselines "$proposed"); fi
+if [ "$overhead" = 0 ]; then common+=(--no-overhead); fi
+if [ "$accept" = true ]; then common+=(--accept-changes); fi
+for n in "${notes[@]}"; do common+=(--note "$n"); done
 echo "judge: accept-changes=$accept" >&2
 
-if [ "$present" -gt 0 ]; then
+verdict_word() { case "$1" in 0) echo "a pass" ;; 1) echo "a regression" ;; *) echo "an error" ;; esac; }
+run_check() {  # REFERENCE REPORT_DIR [ARG...]: one pass of the harness; its status
+  local ref=$1 dir=$2 st
+  shift 2
+  local argv=("${check[@]}" --baselines "$ref" "$@" "${common[@]}" --report-dir "$dir")
   printf 'judge: running:'
-  printf ' %q' "${harness[@]}" "${check[@]}"
+  printf ' %q' "${harness[@]}" "${argv[@]}"
   printf '\n'
-  "${harness[@]}" "${check[@]}"
+  "${harness[@]}" "${argv[@]}"
+  st=$?
+  echo "judge: memprof-ci check exited with status $st"
+  case "$st" in 0|1) return "$st" ;; *) return 2 ;; esac
+}
+if [ "$present" -gt 0 ]; then
+  run_check "$check_ref" "$out" --measured-dir "$out/measured"
   status=$?
-  echo "judge: memprof-ci check exited with status $status"
+  if [ -n "$strict" ]; then
+    # The same run against the committed baselines of the changed
+    # benchmarks: the worse of the two verdicts stands (an error over a
+    # regression over a pass), with the report that gave it.
+    run_check "$strict" "$work/strict-report"
+    strict_status=$?
+    run_status_a=$status
+    if [ "$strict_status" -gt "$status" ]; then
+      status=$strict_status
+      for f in report.md report.json report.html junit.xml; do
+        rm -f "$out/$f"
+        if [ -f "$work/strict-report/$f" ]; then cp -- "$work/strict-report/$f" "$out/$f"; fi
+      done
+      "${md_report[@]}" para "This report judges $(printf '%s\n' "$changed" | list_files) against the committed baselines: the stricter verdict of the two (against main's recorded run the verdict was $(verdict_word "$run_status_a"))." >>"$out/report.md"
+    else
+      "${md_report[@]}" para "Against the committed baselines of $(printf '%s\n' "$changed" | list_files) the verdict was $(verdict_word "$strict_status"): this report, against main's recorded run, is the stricter one." >>"$out/report.md"
+    fi
+  fi
 else
   status=2
-  {
-    printf '## memprof-ci could not judge this run\n\n'
-    printf 'No build job uploaded a run directory with a run.json.\n'
-    for n in "${notes[@]}"; do printf '\n%s\n' "$n"; done
-  } >"$out/report.md"
+  "${md_report[@]}" error "No build job uploaded a run directory with a run.json." "${notes[@]}" \
+    >"$out/report.md" ||
+    printf '## memprof-ci could not judge this run\n\nSee the job log.\n' >"$out/report.md"
   rm -f "$out/report.json"
 fi
-case "$status" in 0|1) ;; *) status=2 ;; esac
 if [ -n "$drift_now" ] && [ -d "$drift_now" ] && [ -f "$out/report.md" ]; then
   if "${reference_py[@]}" drift --title "$drift_title" "$base_root/$baselines" "$drift_now" \
        >"$work/drift.md" 2>"$work/drift.log"; then
     cp -- "$work/drift.md" "$out/drift.md"
     cat "$work/drift.md" >>"$out/report.md"
   else
-    printf '\nThe drift since the accepted baselines could not be computed: %s\n' \
-      "$(tail -n 1 "$work/drift.log")" >>"$out/report.md"
+    "${md_report[@]}" para "The drift since the accepted baselines could not be computed: $(tail -n 1 "$work/drift.log")" \
+      >>"$out/report.md"
   fi
 fi
 for d in "${run_dirs[@]}"; do

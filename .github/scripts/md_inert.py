@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """md_inert.py: make an untrusted Markdown document inert before it is posted.
 
-Imported by post_report.py; run as a filter (stdin to stdout) to inspect it.
+Imported by post_report.py; run as a filter (stdin to stdout) by
+publish-report.sh for the job summary, so the summary and the comment
+are made inert by this one function.
 
 post_report.py posts report.md from an artifact that a pull request's code
 produced, with a token that can write comments: whatever that file says, the
@@ -82,4 +84,6 @@ def clip_lines(text, limit):
 
 
 if __name__ == "__main__":
-    sys.stdout.write(inert(sys.stdin.read()))
+    # Bytes in and out, whatever the locale: a report cut inside a UTF-8
+    # sequence (publish-report.sh keeps its first 512 KiB) shows U+FFFD there.
+    sys.stdout.buffer.write(inert(sys.stdin.buffer.read().decode("utf-8", "replace")).encode())

@@ -17,6 +17,12 @@
 #     whatever STATUS said: a check that wrote no report never passes;
 #   - the summary gets at most 512 KiB of the report (GitHub caps a step's
 #     summary at 1 MiB); the full report stays in REPORT_DIR for the artifact;
+#   - what the summary gets of the report (and the title) passes through
+#     md_inert.py, the filter post_report.py posts the pull-request comment
+#     through: report.md carries text of the pull request (benchmark and
+#     file names, error texts), so no link, mention, image or HTML of it
+#     renders; if the filter cannot run, the summary says so instead of
+#     showing the report;
 #   - when REPORT_DIR/report.html exists, the summary says where it is (the
 #     `alloc-report` artifact), linking the run's page only when
 #     GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID are well formed;
@@ -68,11 +74,16 @@ mkdir -p "$report_dir"
 printf '%s\n' "$status" >"$report_dir/exit-status"
 
 summary=${GITHUB_STEP_SUMMARY:-/dev/null}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+inert() {  # stdin -> stdout, defused as the pull-request comment is
+  /usr/bin/python3 "$here/md_inert.py" 2>/dev/null ||
+    printf '\n_The report could not be made inert for this summary; see the report artifact._\n'
+}
 {
-  printf '## %s: %s\n\n' "$title" "$verdict"
+  printf '## %s: %s\n\n' "$title" "$verdict" | inert
   if [ -f "$report_dir/report.md" ]; then
     size=$(wc -c <"$report_dir/report.md")
-    head -c "$max_summary_bytes" "$report_dir/report.md"
+    head -c "$max_summary_bytes" "$report_dir/report.md" | inert
     if [ "$size" -gt "$max_summary_bytes" ]; then
       printf '\n\n_Report truncated (%s bytes); download the artifact for the full report._\n' "$size"
     fi

@@ -21,11 +21,20 @@
 #                      the committed baselines' directory in --repo: benchmarks
 #                      whose baseline SHA changed are marked accepted
 #
+# Pushing: to REMOTE as the checkout configured it. The record job's
+# checkout holds the data branch's deploy key (an environment secret that
+# only the default branch's record job can read; .github/PULL_REQUESTS.md,
+# "Main's recorded history"), and the branch's rulesets let only that key
+# update it, never by force.
+#
 # Invariants:
-#   - the data branch only ever gains commits that add or replace one file,
+#   - the data branch only ever gains commits that add one file,
 #     RUNS_PATH/SHA.json, on top of its current tip (never a force push): a
 #     push rejected because another record landed first is retried on the new
-#     tip; a rerun of the same commit replaces its record;
+#     tip; a record is never replaced (reference.py refuses a history that
+#     rewrites one): a rerun of a recorded commit whose record is the same
+#     file is a success that pushes nothing, one whose record differs is an
+#     error (exit 2) that leaves the first record in place;
 #   - nothing on the data branch is checked out or run here;
 #   - bad arguments: one line, exit 2; failing to record or push: exit 2.
 set -euo pipefail
@@ -86,6 +95,14 @@ for attempt in $(seq 1 "$attempts"); do
   if g fetch --no-tags --quiet "$remote" "+refs/heads/$branch:$tip_ref" 2>/dev/null; then
     tip=$(g rev-parse --verify "$tip_ref^{commit}")
     parent=(-p "$tip")
+    if existing=$(g rev-parse --verify --quiet "$tip:$runs_path/$commit.json"); then
+      g update-ref -d "$tip_ref" 2>/dev/null || true
+      if [ "$existing" = "$blob" ]; then
+        echo "record-run: $runs_path/$commit.json is already on $branch, unchanged"
+        exit 0
+      fi
+      die "$runs_path/$commit.json is already on $branch with other content: records are never replaced"
+    fi
     g read-tree "$tip"
   else
     g update-ref -d "$tip_ref" 2>/dev/null || true

@@ -71,6 +71,26 @@ def baseline_path(directory: str, name: str) -> str:
     return os.path.join(directory, f"{name}.json")
 
 
+def canonical(raw: bytes) -> str | bytes:
+    """What a baseline file says, independent of its formatting: its JSON
+    re-serialised with sorted keys and no spaces (true, 1 and 1.0 stay
+    distinct); bytes that are not UTF-8 JSON stand for themselves."""
+    try:
+        return json.dumps(json.loads(raw.decode("utf-8")), sort_keys=True,
+                          separators=(",", ":"), ensure_ascii=False)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return bytes(raw)
+
+
+def same_content(a: bytes | None, b: bytes | None) -> bool:
+    """Whether two baseline files (their bytes, None for an absent one) say
+    the same thing: re-indenting, reordering keys or changing line endings
+    is no change; any value that differs, or a file added or removed, is."""
+    if a is None or b is None:
+        return a is None and b is None
+    return a == b or canonical(a) == canonical(b)
+
+
 def git_commit(cwd: str | None = None) -> str | None:
     try:
         r = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,

@@ -93,7 +93,6 @@ permissions: {{}}
 jobs:
   alloc:
     permissions:
-      # `write` with runs-branch below (only its record job uses it).
       contents: read
     uses: {repo}/.github/workflows/memprof-ci.yml@{ref}
     with:
@@ -106,9 +105,12 @@ jobs:
       profile-args: ''
       accept-label: '{label}'
       # Judge each pull request against {branch}'s recorded run of its merge
-      # base (the baselines stay the fallback): uncomment, and give the job
-      # `contents: write` above.
+      # base (the baselines stay the fallback): uncomment, uncomment
+      # `secrets:` below, and set up the data branch's deploy key as
+      # memprof-ci's .github/PULL_REQUESTS.md says ("Main's recorded history").
       # runs-branch: memprof-ci-data
+    # secrets:
+    #   MEMPROF_CI_DATA_KEY: ${{{{ secrets.MEMPROF_CI_DATA_KEY }}}}
 """
 
 COMMENT = """\

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 
+from . import baseline as bl
 from .errors import ConfigError, InfraError
 from .manifest import Manifest, load_manifest
 from .mdsafe import printable
@@ -134,9 +135,10 @@ def commit_info(repo: str, ref: str, flag: str) -> tuple:
 
 
 def changed_baselines(repo: str, sha: str, path: str) -> list:
-    """Benchmark names whose `path/NAME.json` differs between `sha` and its
-    first parent (all of them for a root commit): on main, baselines change
-    only when maintainers accept a change."""
+    """Benchmark names whose `path/NAME.json` says something else in `sha`
+    than in its first parent (baseline.same_content: parsed content, so a
+    re-indented file is no change; all of them for a root commit): on main,
+    baselines change only when maintainers accept a change."""
     if (not path or os.path.isabs(path) or "\0" in path or len(path) > 1000
             or ".." in path.split("/")):
         raise ConfigError(f"--accepted-baselines {printable(path)!r}: not a relative path "
@@ -149,5 +151,16 @@ def changed_baselines(repo: str, sha: str, path: str) -> list:
     for f in out.splitlines():
         d, _, name = f.rpartition("/")
         if d == path and name.endswith(".json") and not name.startswith("."):
-            names.add(name[:-5])
+            if not bl.same_content(_blob(repo, base, f), _blob(repo, sha, f)):
+                names.add(name[:-5])
     return sorted(names)
+
+
+def _blob(repo: str, rev: str, path: str) -> bytes | None:
+    """The bytes of `rev:path`, or None when `rev` has no such file."""
+    try:
+        r = subprocess.run(["git", "-C", repo, "cat-file", "blob", f"{rev}:{path}"],
+                           capture_output=True, timeout=GIT_TIMEOUT)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise InfraError(f"git cat-file: {e}") from None
+    return r.stdout if r.returncode == 0 else None

@@ -715,7 +715,7 @@ def test_pull_request_needs_base_sha(repo, tmp_path):
     r, head = repo
     proc, md, _ = judge(r, tmp_path, head, [profile(r, tmp_path / "run")], labels=[])
     assert proc.returncode == 2
-    assert "BASE_SHA is required" in md
+    assert "BASE&#95;SHA is required" in md   # judge.sh's texts go through mdsafe.text()
 
 
 def test_unknown_commit_is_an_error(repo, tmp_path):
@@ -1021,3 +1021,47 @@ def test_bench_sets_bad_manifest_is_an_error(tmp_path, text):
                 str(tmp_path / "none"), "--base-baselines", str(tmp_path / "none")])
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("bench_sets: ") and proc.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------- one inert path
+
+HOSTILE_NAME = "www.evil.example me@evil.example @octocat"
+
+
+def rendered(md):
+    exe = shutil.which("cmark-gfm")
+    if exe is None:
+        pytest.fail("cmark-gfm is missing: run harness/scripts/ensure-deps.sh python "
+                    "(Debian package cmark-gfm)")
+    return run([exe, "--extension", "autolink", "--extension", "table", "--unsafe", "-t", "html"],
+               input=md, check=True).stdout
+
+
+def test_judges_own_error_text_reaches_the_summary_inert(repo, tmp_path):
+    """Issue 56, finding 3: judge.sh's own error report quotes the pull
+    request (here a manifest's benchmark name); in report.md and in the job
+    summary it renders as plain text: no link, mailto or mention."""
+    r, base = repo
+    head = pr_merge(r, base, lambda r: write(r, MANIFEST, manifest_text(("a", "b", HOSTILE_NAME))))
+    proc, md, _ = judge(r, tmp_path, head, [tmp_path / "no-run"], base=base, labels=[])
+    assert proc.returncode == 2
+    assert "is not a benchmark name" in md, md
+    summary = (tmp_path / "summary.md").read_text()
+    for doc in (md, summary):
+        html = rendered(doc)
+        assert "<a " not in html and "mailto:" not in html, html
+        assert "@octocat" not in doc and "@evil" not in doc, doc
+
+
+def test_publish_report_makes_any_report_inert_in_the_summary(tmp_path):
+    """Whatever report.md holds, the job summary gets it through md_inert,
+    the comment's filter."""
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.md").write_text(f"## r\n\n{HOSTILE_NAME} <img src=x> [l](http://evil.example)\n")
+    summary = tmp_path / "summary.md"
+    proc = run([str(SCRIPTS / "publish-report.sh"), "--final", str(out), "0"],
+               env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    html = rendered(summary.read_text())
+    assert "<a " not in html and "<img" not in html and "mailto:" not in html, html

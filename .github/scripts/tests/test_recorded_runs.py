@@ -20,7 +20,7 @@ import pathlib
 import pytest
 
 from ghci_helpers import PYTHON, REPO_ROOT, SCRIPTS, git, run, write
-from test_judge import MANIFEST, judge, manifest_text, profile, update_baselines
+from test_judge import ACCEPT, MANIFEST, judge, manifest_text, profile, update_baselines
 
 RECORD = str(SCRIPTS / "record-run.sh")
 PROFILE = str(SCRIPTS / "profile.sh")
@@ -86,9 +86,10 @@ def push_main(r, tmp_path, tag):
     return proc, md, js
 
 
-def pull_request(r, tmp_path, tag, change, base_ref="main", args=RUNS):
+def pull_request(r, tmp_path, tag, change, base_ref="main", args=RUNS, added=None):
     """A pull request off base_ref with change(r), judged at its merge commit
-    against the base. Returns (judge process, report.md, merge sha, run dir)."""
+    against the base (in the run that adding the label `added` started, if
+    given). Returns (judge process, report.md, merge sha, run dir)."""
     base = git(r, "rev-parse", base_ref)
     git(r, "checkout", "-q", "-B", f"pr-{tag}", base)
     change(r)
@@ -100,7 +101,8 @@ def pull_request(r, tmp_path, tag, change, base_ref="main", args=RUNS):
     work = tmp_path / f"pr-{tag}"
     work.mkdir()
     runs = [profile(r, work / "run", base_sha=base)]
-    proc, md, _ = judge(r, work, merge, runs, base=base, labels=[], args=args)
+    proc, md, _ = judge(r, work, merge, runs, base=base, labels=[added] if added else [],
+                        added=added, args=args)
     return proc, md, merge, runs
 
 
@@ -209,18 +211,26 @@ def test_nearest_recorded_ancestor_stale_record_and_proposed_baselines(gh, tmp_p
     assert proc.returncode == 0, md
     assert f"recorded run of {m0[:12]}, the nearest recorded first-parent ancestor" in md
     assert "1 commit(s) before it" in md
-    # A pull request that changes baselines/ is judged against the committed ones.
+    # A pull request that changes baselines' content (update-baselines
+    # records its own commit) is judged against main's record and against
+    # the committed baselines, without the label.
     proc, md, _, _ = pull_request(r, tmp_path, "prop", lambda r: update_baselines(r))
-    assert "Reference: the committed baselines. This pull request changes &#96;baselines/" in md
-    # Baselines accepted on main after the last record: that record is stale.
+    assert proc.returncode == 0, md
+    assert "without the label" in md and "the stricter verdict stands" in md, md
+    # Baselines accepted on main after the last record: that record is
+    # stale for the benchmark whose baseline changed, not for the other.
     git(r, "checkout", "-q", "main")
     set_words(r, [A_WORDS[0], A_WORDS[1] + 300_000])
     update_baselines(r)
+    git(r, "checkout", "-q", "HEAD", "--", "baselines/b.json")   # only a's baseline changes
     git(r, "commit", "-q", "-am", "accepted change")
     proc, md, _, _ = pull_request(r, tmp_path, "stale", lambda r: write(r, "README", "x\n"))
     assert proc.returncode == 0, md
-    assert "Reference: the committed baselines (the fallback). &#96;baselines/" in md
-    assert "so that run is not the accepted state" in md
+    assert f"recorded run of {m0[:12]}, the nearest recorded first-parent ancestor" in md
+    lines = [ln for ln in md.splitlines() if "so that run is not their accepted state" in ln]
+    assert len(lines) == 1, md
+    (line,) = lines
+    assert "&#96;a&#96;" in line and "&#96;b&#96;" not in line, line
 
 
 def plant(r, origin, sha, tree_entry):
@@ -307,10 +317,12 @@ def test_record_run_appends_to_the_data_branch_and_retries_a_lost_race(gh, tmp_p
     assert rec["commit"] == second and rec["patch_id"] == doc["patch_id"]
     assert sorted(rec["benchmarks"]) == ["a", "b"]
     assert rec["accepted"] == []
-    # A commit that changes a committed baseline is an accepted change: the
-    # record marks that benchmark, from git, whatever the report says.
+    # A commit that changes a committed baseline's content is an accepted
+    # change: the record marks that benchmark, from git, whatever the report
+    # says (formatting alone is no change:
+    # test_formatting_a_baseline_keeps_mains_recorded_reference).
     hook.unlink()
-    write(r, "baselines/a.json", (r / "baselines" / "a.json").read_text() + "\n")
+    edit_baseline(r, "a")
     git(r, "commit", "-q", "-am", "accept a")
     third = head(r)
     for sha, want in ((second, []), (third, ["a"])):
@@ -354,3 +366,140 @@ def test_render_history_refuses_in_one_line(gh, tmp_path, argv, says):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.count("\n") == 1 and not (r / "h.html").exists(), proc.stderr
     assert says in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- baselines by content
+
+IMPROVED = {"a": [1_500_000, A_WORDS[1]], "b": [1_000_000]}
+
+
+def improve_main(r, tmp_path):
+    """m0 recorded, then a commit of main that improves `a` (Main.f0 2.0 M ->
+    1.5 M words) and `b` (1.5 M -> 1.0 M) without re-recording the baselines
+    (an improvement never fails): its run, recorded, is the reference."""
+    assert push_main(r, tmp_path, "m0")[0].returncode == 0
+    set_words(r, IMPROVED["a"])
+    write(r, "benchmarks/b.spec.json", spec(IMPROVED["b"]))
+    git(r, "commit", "-q", "-am", "improve a and b")
+    proc, md, _ = push_main(r, tmp_path, "m1")
+    assert proc.returncode == 0, md
+    return head(r)
+
+
+def reindent(r, name):
+    """The same baseline, formatted otherwise: no change of content."""
+    path = pathlib.Path(r) / "baselines" / f"{name}.json"
+    path.write_text(json.dumps(json.loads(path.read_text()), indent=7) + "\n")
+
+
+def edit_baseline(r, name):
+    """A change of content that says nothing about allocation."""
+    path = pathlib.Path(r) / "baselines" / f"{name}.json"
+    doc = json.loads(path.read_text())
+    doc["git_commit"] = "0" * 40
+    path.write_text(json.dumps(doc) + "\n")
+
+
+def test_formatting_a_baseline_keeps_mains_recorded_reference(gh, tmp_path):
+    """Issue 56, finding 1: re-indenting an unrelated baseline no longer
+    swaps main's recorded run for the stale committed baselines, on the pull
+    request nor on the push after it, and the record does not call it
+    accepted."""
+    r, origin = gh
+    m1 = improve_main(r, tmp_path)
+    back = lambda r: set_words(r, A_WORDS)   # noqa: E731: Main.f0's 0.5 M words back
+    proc, md, _, _ = pull_request(r, tmp_path, "alone", back)
+    assert proc.returncode == 1 and "Main.f0" in md, md
+
+    def back_and_reindent(r):
+        back(r)
+        reindent(r, "b")
+    proc, md, merge, _ = pull_request(r, tmp_path, "reindent", back_and_reindent)
+    assert proc.returncode == 1, md
+    assert "Main.f0" in md and f"main's recorded run of {m1[:12]}, the merge base" in md
+    assert "but no baseline&#39;s content" in md or "but no baseline's content" in md, md
+    assert "Drift of the base since the accepted baselines" in md
+    assert "Proposed baselines are identical" not in md
+    # Merged all the same: the push of main is judged against main's record
+    # too (b's record is not stale: its content did not change), fails, and
+    # is not recorded.
+    land(r, merge)
+    before = data_files(origin)
+    proc, md, _ = push_main(r, tmp_path, "reindent")
+    assert proc.returncode == 1, md
+    assert f"main's recorded run of {m1[:12]}, the pushed commit's first parent" in md
+    assert data_files(origin) == before
+    # A record of that commit does not mark b "accepted": its content is the same.
+    measured = tmp_path / "push-reindent" / "report" / "measured"
+    proc = run([RECORD, "--commit", merge, "--measured", str(measured), "--repo", str(r),
+                "--accepted-baselines", "baselines"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(git(origin, "show", f"{BRANCH}:runs/{merge}.json"))["accepted"] == []
+
+
+def test_a_changed_baseline_is_judged_against_the_stricter_reference_unless_labelled(gh, tmp_path):
+    """Issue 56, finding 1: a pull request that changes a baseline's content
+    is judged, without the label, against both main's record and the
+    committed baseline (the stricter verdict stands); with the label only the
+    changed benchmark is judged against its committed baseline, every other
+    one against main's record."""
+    r, origin = gh
+    m1 = improve_main(r, tmp_path)
+
+    def a_back_edited(r):
+        set_words(r, A_WORDS)
+        edit_baseline(r, "a")
+    proc, md, _, _ = pull_request(r, tmp_path, "nolabel", a_back_edited)
+    assert proc.returncode == 1, md
+    assert "Main.f0" in md and "the stricter verdict stands" in md, md
+    # With the label, a (changed) is judged against its committed baseline,
+    # which its measurement matches: a passes.
+    proc, md, _, _ = pull_request(r, tmp_path, "label-a", a_back_edited, added=ACCEPT)
+    assert proc.returncode == 0, md
+    assert f"main's recorded run of {m1[:12]}" in md
+
+    def both_back_a_edited(r):
+        a_back_edited(r)
+        write(r, "benchmarks/b.spec.json", spec([1_500_000]))
+    # b's baseline is unchanged: the label does not take main's record away
+    # from it, and its regression against that record fails.
+    proc, md, _, _ = pull_request(r, tmp_path, "label-ab", both_back_a_edited, added=ACCEPT)
+    assert proc.returncode == 1, md
+    assert "b::alloc_sites" in md or "`b`" in md, md
+
+
+# ---------------------------------------------------------------- recorded history is append-only
+
+def test_a_rewritten_record_is_refused(gh, tmp_path):
+    """Issue 56, finding 2 (defence in depth): a commit on the data branch
+    that rewrites an existing runs/<commit>.json, pushed on top of the
+    record job's commits, makes the verdict an error naming it; record-run.sh
+    never replaces a record either."""
+    r, origin = gh
+    assert push_main(r, tmp_path, 0)[0].returncode == 0
+    m0 = head(r)
+    rec = json.loads(git(origin, "show", f"{BRANCH}:runs/{m0}.json"))
+    rec["subject"] = "forged"
+    tip = git(origin, "rev-parse", BRANCH)
+    git(r, "fetch", "-q", "origin", BRANCH)
+    idx = pathlib.Path(r) / ".git" / "forge-index"
+    env = {"GIT_INDEX_FILE": str(idx)}
+    run(["git", "read-tree", tip], cwd=r, env=env, check=True)
+    run(["git", "update-index", "--add", "--cacheinfo",
+         f"100644,{blob_of(r, json.dumps(rec))},runs/{m0}.json"], cwd=r, env=env, check=True)
+    tree = run(["git", "write-tree"], cwd=r, env=env, check=True).stdout.strip()
+    forged = git(r, "commit-tree", tree, "-p", tip, "-m", "memprof-ci: record the run")
+    git(r, "push", "-q", "origin", f"{forged}:refs/heads/{BRANCH}")     # no force needed
+    proc, md, _, _ = pull_request(r, tmp_path, "x", lambda r: write(r, "README", "x\n"))
+    assert proc.returncode == 2, md
+    (line,) = [ln for ln in md.splitlines() if "recorded runs" in ln]
+    assert "was rewritten after it was recorded" in line, line
+    # The record job itself never replaces a record.
+    other = tmp_path / "other-report.json"
+    other.write_text('{"benchmarks": {}}\n')
+    measured = tmp_path / "push-0" / "report" / "measured"
+    proc = run([RECORD, "--commit", m0, "--measured", str(measured), "--report", str(other),
+                "--repo", str(r)])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "records are never replaced" in proc.stderr
+    assert git(origin, "rev-parse", BRANCH) == forged

@@ -177,15 +177,53 @@ def test_every_workflow_and_job_declares_permissions():
 RECORDERS = [("alloc-gate.yml", "record"), ("memprof-ci.yml", "record")]
 
 
-def test_only_the_comment_path_and_the_push_recorder_can_write():
+def test_only_the_comment_path_can_write_with_the_token():
+    """The recorders push with the data branch's deploy key, not the token:
+    a token with `contents: write` is what a pull request could ask for too."""
     for name, job_name, job in all_jobs():
         writes = {k for k, v in job["permissions"].items() if v == "write"}
         if name in ("alloc-gate-comment.yml", "memprof-ci-comment.yml"):
             assert writes == {"pull-requests"}, f"{name}:{job_name}: {writes}"
-        elif (name, job_name) in RECORDERS:
-            assert job["permissions"] == {"contents": "write"}, f"{name}:{job_name}"
         else:
-            assert writes == set(), f"{name}:{job_name} runs PR code and must be read-only: {writes}"
+            assert writes == set(), f"{name}:{job_name} must be read-only: {writes}"
+
+
+KEY = "${{ secrets.MEMPROF_CI_DATA_KEY }}"
+
+
+@pytest.mark.parametrize("wf_name,job_name,environment", [
+    ("alloc-gate.yml", "record", "memprof-ci-data"),
+    ("memprof-ci.yml", "record", "${{ inputs.data-environment }}")])
+def test_record_job_pushes_only_with_the_environments_deploy_key(tmp_path, wf_name, job_name,
+                                                                environment):
+    """Issue 56, finding 2: the data branch's credential is the secret of an
+    environment that only the record job names (its deployment branches are
+    the default branch, set in the repository: PULL_REQUESTS.md); the
+    checkout it pushes from holds that key, every other checkout holds
+    nothing, no other job reads the secret, and the job stops, one line,
+    when the key is missing."""
+    job = WF[wf_name]["jobs"][job_name]
+    assert job["environment"] == environment
+    assert job["permissions"] == {"contents": "read"}
+    pushers = [st for st in steps(job) if "actions/checkout" in st.get("uses", "")
+               and st["with"].get("persist-credentials") is not False]
+    assert len(pushers) == 1 and pushers[0]["with"]["ssh-key"] == KEY, pushers
+    for name, other_name, other in all_jobs():
+        if (name, other_name) in RECORDERS:
+            continue
+        text = yaml.safe_dump(other)
+        assert "MEMPROF_CI_DATA_KEY" not in text and "environment" not in other, \
+            f"{name}:{other_name}"
+    guard = workflow_step(wf_name, job_name, "Require the data branch's deploy key")
+    assert steps(job).index(guard) == 0
+    proc = run_step(guard, {"DATA_KEY": "", "DATA_ENVIRONMENT": "memprof-ci-data"}, tmp_path)
+    assert proc.returncode == 2 and proc.stdout.count("\n") == 1, proc.stdout + proc.stderr
+    assert "MEMPROF_CI_DATA_KEY" in proc.stdout
+    assert run_step(guard, {"DATA_KEY": "k", "DATA_ENVIRONMENT": "e"}, tmp_path).returncode == 0
+    if wf_name == "memprof-ci.yml":
+        call = WF[wf_name]["on"]["workflow_call"]
+        assert call["secrets"]["MEMPROF_CI_DATA_KEY"]["required"] is False
+        assert call["inputs"]["data-environment"]["default"] == "memprof-ci-data"
 
 
 def record_context(event="push", ref="main", runs_branch="memprof-ci-data"):
@@ -209,7 +247,8 @@ def test_record_step_commits_the_run_to_the_data_branch(tmp_path, wf_name, tools
     measured = ws / "_build" / "alloc-report" / "measured"
     measured.mkdir(parents=True)
     shutil.copy(REPO_ROOT / "baselines" / "strings.json", measured / "strings.json")
-    (measured.parent / "report.json").write_text('{"benchmarks": {}}\n')
+    (measured.parent / "report.json").write_text(
+        '{"format": "memprof-ci/report", "version": 1, "benchmarks": {}}\n')
     step = workflow_step(wf_name, "record", "Record the run")
     env = {**GIT_ENV, "COMMIT": sha, "RUNS_BRANCH": "memprof-ci-data", "BASELINES": "baselines",
            "MEMPROF_CI_HARNESS": str(REPO_ROOT / "harness")}
@@ -385,17 +424,27 @@ def test_no_job_is_skipped_by_labels():
         assert not any("label" in str(c) for c in conditions), f"{name}:{job_name}"
 
 
+GATE_RUNTIME_FILES = "hashFiles('runtime-patch/**', 'Makefile')"
+REUSABLE_COMPILER_FILES = ("hashFiles('.memprof-ci/runtime-patch/**', '.memprof-ci/Makefile', "
+                           "'.memprof-ci/harness/memprof_ci/*.py')")
+
+
 def test_runtime_cache_keyed_on_what_builds_it():
-    """Only runtime-patch/ (sources, patches, build script) builds the
-    compiler: a change elsewhere (the Makefile, the harness) keeps the cache."""
-    for wf_name, prefix, path, build_name, cache_id in [
-            ("alloc-gate.yml", "", "_build/runtime", "Build patched runtime", "runtime-cache"),
-            ("memprof-ci.yml", ".memprof-ci/", "~/.memprof-ci-ocaml",
+    """What builds the cached tree keys it: runtime-patch/ (sources, patches,
+    build and install scripts) and the Makefile that runs them, and for the
+    installed compiler also the harness `make install` copies into it; the
+    key PULL_REQUESTS.md states is the workflow's."""
+    doc = (GITHUB_DIR / "PULL_REQUESTS.md").read_text()
+    for wf_name, files, path, build_name, cache_id in [
+            ("alloc-gate.yml", GATE_RUNTIME_FILES, "_build/runtime", "Build patched runtime",
+             "runtime-cache"),
+            ("memprof-ci.yml", REUSABLE_COMPILER_FILES, "~/.memprof-ci-ocaml",
              "Build and install the patched compiler", "compiler-cache")]:
         job = WF[wf_name]["jobs"]["build"]
         restore = step_named(job, "actions/cache/restore")
         key = restore["with"]["key"]
-        assert key.endswith(f"${{{{ hashFiles('{prefix}runtime-patch/**') }}}}"), key
+        assert key.endswith(f"${{{{ {files} }}}}"), key
+        assert f"`{files}`" in doc, files
         assert path in restore["with"]["path"].split()
         save = step_named(job, "actions/cache/save")
         assert save["with"]["path"] == restore["with"]["path"]
