@@ -246,38 +246,6 @@ def _plan(args, mode: str):
     return man, benches, missing, shard, changes, run_entries, patch_ids
 
 
-def _patch_notes(report: dict, running: list) -> list:
-    """Baselines recorded with another runtime patch than the one running,
-    or with none (then no change of runtime can be noticed), and baselines
-    recorded on another OCaml release than the run's (both are named)."""
-    running = sorted({p for p in running if p})
-    by_patch: dict = {}
-    by_release: dict = {}
-    for name, b in sorted(report["benchmarks"].items()):
-        if not b.get("baseline"):
-            continue
-        rec = b["baseline"].get("patch_id")
-        if not rec or (running and rec not in running):
-            by_patch.setdefault(rec or "", []).append(name)
-        then = b["baseline"].get("ocaml_version")
-        now = (b.get("current") or {}).get("ocaml_version")
-        if then and now and then != now:
-            by_release.setdefault((then, now), []).append(name)
-    measured = ", ".join(running) if running else "an unknown runtime patch"
-
-    def names(ns):
-        return ", ".join(ns) if len(ns) <= 3 else f"{len(ns)} baselines"
-    return [f"{names(ns)}: "
-            + (f"recorded with runtime patch {rec}" if rec else
-               "recorded without a runtime patch id (so a change of runtime goes unseen; "
-               "re-record them with `memprof-ci update-baselines`)")
-            + f", measured with {measured}"
-            for rec, ns in sorted(by_patch.items())] + \
-           [f"{names(ns)}: baseline recorded on OCaml {then}, this run on OCaml {now}: "
-            "allocation may differ between releases"
-            for (then, now), ns in sorted(by_release.items())]
-
-
 def _recorded_plan(baselines_dir: str, bench) -> dict | None:
     """The plan of the benchmark's baseline (exact or sampled for "auto",
     a `detect` plan's rate and seeds), if it has one and loads: profile mode
@@ -378,7 +346,7 @@ def _run_check(args) -> int:
         rep = finish_report(ctx, ret)
         running = patch_ids if ctx.run_entries is not None else \
             [runner.patch_id()]
-        notes = _patch_notes(rep, running)
+        notes = measured.runtime_notes(rep, running)
         if notes:
             rep["patch_notes"] = notes
         # Cached results only: nothing is run again for the picture.

@@ -16,6 +16,9 @@ Invariants:
    one; its git_commit is null (the record names the commit).
 3. Files are written atomically (atomicio): a symlink planted at a target is
    replaced, never followed.
+4. `runtime_notes` says which runtime measured a check where it is not the
+   one its baselines were recorded with: another patch id, none, or another
+   OCaml release (report["patch_notes"]).
 """
 
 from __future__ import annotations
@@ -55,3 +58,35 @@ def write_measured(out_dir: str, sides: dict, run_entries, patch_ids) -> list:
         raise InfraError(f"--measured-dir: cannot write {e.filename or out_dir}: "
                          f"{e.strerror or e}") from None
     return written
+
+
+def runtime_notes(report: dict, running: list) -> list:
+    """Baselines recorded with another runtime patch than the one running,
+    or with none (then no change of runtime can be noticed), and baselines
+    recorded on another OCaml release than the run's (both are named)."""
+    running = sorted({p for p in running if p})
+    by_patch: dict = {}
+    by_release: dict = {}
+    for name, b in sorted(report["benchmarks"].items()):
+        if not b.get("baseline"):
+            continue
+        rec = b["baseline"].get("patch_id")
+        if not rec or (running and rec not in running):
+            by_patch.setdefault(rec or "", []).append(name)
+        then = b["baseline"].get("ocaml_version")
+        now = (b.get("current") or {}).get("ocaml_version")
+        if then and now and then != now:
+            by_release.setdefault((then, now), []).append(name)
+    measured = ", ".join(running) if running else "an unknown runtime patch"
+
+    def names(ns):
+        return ", ".join(ns) if len(ns) <= 3 else f"{len(ns)} baselines"
+    return [f"{names(ns)}: "
+            + (f"recorded with runtime patch {rec}" if rec else
+               "recorded without a runtime patch id (so a change of runtime goes unseen; "
+               "re-record them with `memprof-ci update-baselines`)")
+            + f", measured with {measured}"
+            for rec, ns in sorted(by_patch.items())] + \
+           [f"{names(ns)}: baseline recorded on OCaml {then}, this run on OCaml {now}: "
+            "allocation may differ between releases"
+            for (then, now), ns in sorted(by_release.items())]
