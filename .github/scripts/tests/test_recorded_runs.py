@@ -496,7 +496,7 @@ def test_a_rewritten_record_is_refused(gh, tmp_path):
     assert "was rewritten after it was recorded" in line, line
     # The record job itself never replaces a record.
     other = tmp_path / "other-report.json"
-    other.write_text('{"benchmarks": {}}\n')
+    other.write_text('{"format": "memprof-ci/report", "version": 1, "benchmarks": {}}\n')
     measured = tmp_path / "push-0" / "report" / "measured"
     proc = run([RECORD, "--commit", m0, "--measured", str(measured), "--report", str(other),
                 "--repo", str(r)])
