@@ -75,8 +75,9 @@ test-upstream: runtime | deps-python
 
 # The runtime's own tests on OCAML_VERSION's runtime (make test-runtime
 # OCAML_VERSION=5.3.0 builds and tests the other supported release).
-test-runtime: runtime | deps-python deps-bench deps-lint
-	MEMPROF_CI_RUNTIME=$(ROOT)/$(RUNTIME_DIR) $(PYTHON) -m pytest -q runtime-patch/tests $(TEST_ARGS)
+test-runtime: runtime $(ADOPT_STAMP) | deps-python deps-bench deps-lint deps-adopt
+	MEMPROF_CI_RUNTIME=$(ROOT)/$(RUNTIME_DIR) MEMPROF_CI_ADOPT_PREFIX=$(ADOPT_PREFIX) \
+	  $(PYTHON) -m pytest -q runtime-patch/tests $(TEST_ARGS)
 
 # The series against another OCaml source tree (SRC=dir; LIKE=5.3.0 starts
 # from that release's series instead of the default one's).
@@ -221,8 +222,12 @@ fuzz-env: | deps-lint
 
 PREFIX ?=
 DESTDIR ?=
-ADOPT_PREFIX := $(ROOT)/_build/adopt/prefix
-ADOPT_STAMP := $(ROOT)/_build/adopt/installed
+# One adopting prefix per release (_build/adopt for the default one,
+# _build/adopt-5.3.0 for 5.3.0): test-runtime's install tests use the
+# release they test.
+ADOPT_DIR := $(ROOT)/_build/adopt$(if $(filter $(DEFAULT_OCAML_VERSION),$(OCAML_VERSION)),,-$(OCAML_VERSION))
+ADOPT_PREFIX := $(ADOPT_DIR)/prefix
+ADOPT_STAMP := $(ADOPT_DIR)/installed
 INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh $(wildcard harness/memprof_ci/*.py)
 
 .PHONY: install adopt-prefix opam-check deps-adopt
