@@ -14,7 +14,13 @@ Usage (from the repository root, after `make runtime benchmarks`):
     /usr/bin/python3 benchmarks/aa_seeds.py SETS
 
 Prints one line per comparison with the checks that alarmed, then the
-count of comparisons with any alarm.  A measurement, not a test: nothing is
+count of comparisons with any alarm.
+
+    /usr/bin/python3 benchmarks/aa_seeds.py SETS --pairs
+
+compares the sets' profile directories with each other instead, every
+pair (`memprof-ci compare setI/profiles setJ/profiles`): no baseline, so
+no recorded schedule spread, only the runs' own.  A measurement, not a test: nothing is
 asserted; exit 2 when a run or a comparison fails to produce a report.
 """
 
@@ -45,8 +51,8 @@ def seeds_manifest(k: int) -> str:
     return path
 
 
-def one_set(k: int) -> list:
-    """The alarms (benchmark::check) of set k against the baselines."""
+def profile_set(k: int) -> str:
+    """The run directory of set k, profiled (seeds 3k+1..3k+3)."""
     run = os.path.join(OUT, f"set{k}")
     base = seeds_manifest(k)
     try:
@@ -57,21 +63,53 @@ def one_set(k: int) -> list:
         os.unlink(base)
     if r.returncode != 0:
         raise SystemExit(f"aa_seeds: set {k}: profile exited {r.returncode}: {r.stderr[-400:]}")
-    rep = os.path.join(run, "compare")
-    r = subprocess.run([*HARNESS, "compare", "baselines", os.path.join(run, "profiles"),
-                        "--report-dir", rep], cwd=ROOT, env=ENV, capture_output=True, text=True)
+    return run
+
+
+def alarms(a: str, b: str, rep: str, what: str) -> list:
+    """The alarms (benchmark::check) of `memprof-ci compare a b`."""
+    r = subprocess.run([*HARNESS, "compare", a, b, "--report-dir", rep], cwd=ROOT, env=ENV,
+                       capture_output=True, text=True)
     if r.returncode not in (0, 1) or not os.path.exists(os.path.join(rep, "report.json")):
-        raise SystemExit(f"aa_seeds: set {k}: compare exited {r.returncode}: {r.stderr[-400:]}")
+        raise SystemExit(f"aa_seeds: {what}: compare exited {r.returncode}: {r.stderr[-400:]}")
     doc = json.load(open(os.path.join(rep, "report.json")))
     return sorted(f"{name}::{check}" for name, b in doc["benchmarks"].items()
                   for check, c in (b.get("checks") or {}).items() if c.get("outcome") == "failed")
 
 
+def one_set(k: int) -> list:
+    """The alarms (benchmark::check) of set k against the baselines."""
+    run = profile_set(k)
+    return alarms("baselines", os.path.join(run, "profiles"), os.path.join(run, "compare"),
+                  f"set {k}")
+
+
+def pairs(sets: int) -> int:
+    """Every pair of the sets' profile directories compared (no baseline,
+    so no recorded schedule spread); prints each pair's alarms."""
+    runs = [profile_set(k) for k in range(1, sets + 1)]
+    alarmed = n = 0
+    for i in range(sets):
+        for j in range(i + 1, sets):
+            got = alarms(os.path.join(runs[i], "profiles"), os.path.join(runs[j], "profiles"),
+                         os.path.join(OUT, f"compare-{i + 1}-{j + 1}"), f"sets {i + 1}, {j + 1}")
+            alarmed, n = alarmed + bool(got), n + 1
+            print(f"set {i + 1} against set {j + 1}: " + (", ".join(got) or "no alarm"),
+                  flush=True)
+    print(f"{alarmed} of {n} pairs alarmed")
+    return 0
+
+
 def main(args: list) -> int:
-    if len(args) != 1 or not args[0].isdigit() or not 1 <= int(args[0]) <= 30:
-        print("aa_seeds.py: usage: aa_seeds.py SETS (1..30)", file=sys.stderr)
+    paired = args[1:] == ["--pairs"]
+    if len(args) != 1 + paired or not args[0].isdigit() or not 1 <= int(args[0]) <= 30 or \
+            (paired and int(args[0]) < 2):
+        print("aa_seeds.py: usage: aa_seeds.py SETS (1..30) [--pairs (SETS >= 2)]",
+              file=sys.stderr)
         return 2
     sets = int(args[0])
+    if paired:
+        return pairs(sets)
     alarmed = 0
     for k in range(1, sets + 1):
         alarms = one_set(k)

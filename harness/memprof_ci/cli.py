@@ -41,7 +41,7 @@ from .plugin import MemprofPlugin, finish_report
 from .report import render_markdown, render_terminal
 from .report_doc import new_report, to_json
 from .report_html import render_html
-from .scaffold import files, init
+from .scaffold import files, init, next_steps
 from .sides import load_pairs
 from .stackgraph import stacks_entry
 from .validate import is_finite
@@ -113,19 +113,8 @@ def cmd_init(args) -> int:
                    force=args.force)
     for p in written:
         print(f"memprof-ci: wrote {p}")
-    pid = runner.patch_id()
-    if pid:
-        print(f"memprof-ci: runtime patch id {pid}: update-baselines records it in each "
-              f"baseline, and check notes a baseline of another runtime")
-        env = ""
-    else:
-        print("memprof-ci: no runtime patch id known (this memprof-ci was not installed with "
-              "`make install PREFIX=DIR`): set MEMPROF_CI_PATCH_ID as below so baselines "
-              "record it")
-        env = "MEMPROF_CI_PATCH_ID=$(cat PREFIX/share/memprof-ci/patch-id) "
-    print("memprof-ci: next: edit the manifest's [[benchmark]] entries, build the benchmarks "
-          f"with the patched compiler, run `{env}memprof-ci update-baselines --manifest "
-          f"{args.manifest} --baselines {args.baselines}` and commit the result")
+    for line in next_steps(args.manifest, args.baselines, runner.patch_id()):
+        print(f"memprof-ci: {line}")
     return EXIT_OK
 
 

@@ -107,6 +107,9 @@ class Benchmark:
     # an exact run replaced (the overhead check measures that rate).
     exact_min_effect: float = EXACT_MIN_EFFECT
     sampled_rate: float | None = None
+    # Not a manifest key: the manifest's directory, which relative paths
+    # in `command` are resolved against ("" when not read from a file).
+    directory: str = ""
 
     def __post_init__(self):
         if self.mode == "exact":
@@ -304,7 +307,7 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
             name=name,
             command=[_resolve_arg(a, directory, j == 0) for j, a in enumerate(cmd)],
             cwd=os.path.normpath(os.path.join(directory, cwd)),
-            env=dict(env), **settings,
+            env=dict(env), directory=directory, **settings,
             overhead_args=None if oargs is None else
             [_resolve_arg(a, directory, False) for a in oargs]))
     return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out,

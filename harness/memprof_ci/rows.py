@@ -51,8 +51,18 @@ def gc_rows(base: Aggregate, cur: Aggregate, settings: dict) -> list:
     with gc_tolerance; the counters that follow the GC's schedule against
     the spread the baseline recorded (stats.gc_spread_rows), or, when it
     recorded none, with gc_timing_tolerance; all four with gc_tolerance
-    when the benchmark is declared gc_exact."""
+    when the benchmark is declared gc_exact.  With settings["runs_spread"]
+    (`compare`, whose sides record no dithered runs) and no recorded
+    spread, those counters are judged against the spread of both sides'
+    runs where each side's runs saw at least two schedules (several
+    domains or systhreads: each run its own schedule)."""
     sched = base.meta.get("schedule")
+    if not settings["gc_exact"] and not sched and settings.get("runs_spread") and \
+            min(schedule_draws(base), schedule_draws(cur)) >= 2:
+        rows = [g for g in stats.gc_compare(base.gc, cur.gc, settings["gc_tolerance"])
+                if g["counter"] not in stats.GC_TIMING_COUNTERS]
+        return rows + stats.gc_spread_rows(base.gc, base.gc_runs, [], cur.gc, cur.gc_runs,
+                                           settings, pooled=True)
     if settings["gc_exact"] or not sched:
         timing = settings["gc_tolerance" if settings["gc_exact"] else "gc_timing_tolerance"]
         return stats.gc_compare(base.gc, cur.gc, settings["gc_tolerance"], timing)
@@ -62,15 +72,37 @@ def gc_rows(base: Aggregate, cur: Aggregate, settings: dict) -> list:
                                        cur.gc_runs, settings)
 
 
+def run_peaks(cur: Aggregate, base: Aggregate) -> bool:
+    """Both sides were summed from at least two runs that each recorded
+    their peak, so the runs themselves show how far the peak spreads."""
+    return len(cur.peak_runs) >= 2 and len(base.peak_runs) >= 2
+
+
 def _peak_spread(rows: list, cur: Aggregate, base: Aggregate) -> None:
     """Peak rows judged against the sites' schedule spread, when the
-    baseline recorded one (its dithered runs: one run each at its rate)."""
+    baseline recorded one (its dithered runs: one run each at its rate);
+    else, when both sides are runs with their own peaks (a `compare` of
+    profile sets), against the spread of both sides' runs (each run's
+    words at the site around its side's mean, pooled): a run's seed and
+    schedule move which moment is the peak and what is live then, which
+    the sampling test alone does not allow for."""
     sched = base.meta.get("schedule")
-    if not sched or "sites" not in sched:
+    if sched and "sites" in sched:
+        sigma = {k: stats.sample_sd(v) / base.rate for k, v in sched["sites"].items()}
+        stats.schedule_adjust(rows, sigma, schedule_draws(cur), schedule_draws(base),
+                              sched["runs"] - 1)
         return
-    sigma = {k: stats.sample_sd(v) / base.rate for k, v in sched["sites"].items()}
-    stats.schedule_adjust(rows, sigma, schedule_draws(cur), schedule_draws(base),
-                          sched["runs"] - 1)
+    if sched or not run_peaks(cur, base):
+        return
+    sigma, df = {}, 0
+    for r in rows:
+        k = r["site"]
+        sigma[k], df = stats.pooled_sd([s.get(k, 0) / base.rate for _, s in base.peak_runs],
+                                       [s.get(k, 0) / cur.rate for _, s in cur.peak_runs])
+    stats.schedule_adjust(rows, sigma, len(cur.peak_runs), len(base.peak_runs), df)
+    for r in rows:
+        if "schedule_spread_bytes" in r:
+            r["spread_from"] = "runs"
 
 
 def _count(s, check: str) -> int:
@@ -260,13 +292,20 @@ def peak_summary(cur: Aggregate, base: Aggregate) -> dict:
     b, c = (base.total_peak or 0) / base.exposure, (cur.total_peak or 0) / cur.exposure
     out = {"baseline_words": b, "current_words": c}
     sched = base.meta.get("schedule")
+    samp = 0.0 if cur.rate == 1 and base.rate == 1 else (
+        (cur.total_peak or 0) / cur.exposure ** 2 + (base.total_peak or 0) / base.exposure ** 2)
     if sched and "peak_samples" in sched:
         sigma = stats.sample_sd(sched["peak_samples"]) / base.rate
-        samp = 0.0 if cur.rate == 1 and base.rate == 1 else (
-            (cur.total_peak or 0) / cur.exposure ** 2 + (base.total_peak or 0) / base.exposure ** 2)
         sched_var = sigma * sigma * (1 / schedule_draws(cur) + 1 / schedule_draws(base))
         out["spread_words"] = sigma
         out["p_rise"] = stats.spread_test(c - b, samp, sched_var, sched["runs"] - 1)[0]
+    elif not sched and run_peaks(cur, base):
+        # No schedule recorded: the spread of both sides' runs (_peak_spread).
+        sigma, df = stats.pooled_sd([t / base.rate for t, _ in base.peak_runs],
+                                    [t / cur.rate for t, _ in cur.peak_runs])
+        sched_var = sigma * sigma * (1 / len(cur.peak_runs) + 1 / len(base.peak_runs))
+        out["spread_words"], out["spread_from"] = sigma, "runs"
+        out["p_rise"] = stats.spread_test(c - b, samp, sched_var, df)[0]
     return out
 
 

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import time
@@ -38,18 +39,54 @@ def installed_patch_id_file() -> str:
     return os.path.join(share, "patch-id")
 
 
-def patch_id(env=None) -> str | None:
-    """The runtime's patch id: MEMPROF_CI_PATCH_ID, else the one `make
-    install` recorded beside this harness; None when neither is known."""
+def source_patch_id_file() -> str:
+    """Where `make runtime` records the patch id of the runtime it builds
+    beside this harness when it runs from a source checkout
+    (ROOT/harness/memprof_ci -> ROOT/_build/runtime/patch-id)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(root, "_build", "runtime", "patch-id")
+
+
+def patch_id_files(env=None) -> list:
+    """Where the runtime's patch id is recorded, first found first: beside
+    the `ocamlopt` that PATH finds (the compiler the benchmarks are built
+    with): PREFIX/patch-id of a `make runtime` build, or
+    PREFIX/share/memprof-ci/patch-id of a `make install`, PREFIX being its
+    bin/'s parent, as found and with links resolved; then beside an
+    installed harness; then the source checkout's _build/runtime."""
     env = os.environ if env is None else env
-    if env.get("MEMPROF_CI_PATCH_ID"):
-        return env["MEMPROF_CI_PATCH_ID"]
+    out = []
+    found = shutil.which("ocamlopt", path=env.get("PATH", os.defpath))
+    if found:
+        for exe in (os.path.abspath(found), os.path.realpath(found)):
+            prefix = os.path.dirname(os.path.dirname(exe))
+            out += [os.path.join(prefix, "patch-id"),
+                    os.path.join(prefix, "share", "memprof-ci", "patch-id")]
+    out += [installed_patch_id_file(), source_patch_id_file()]
+    return list(dict.fromkeys(out))
+
+
+def _read_patch_id(path: str) -> str | None:
     try:
-        with open(installed_patch_id_file(), encoding="ascii") as fh:
+        with open(path, encoding="ascii") as fh:
             text = fh.read(256).strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text if re.fullmatch(r"[0-9a-f]{8,64}", text) else None
+
+
+def patch_id(env=None) -> str | None:
+    """The runtime's patch id: MEMPROF_CI_PATCH_ID when set (set and empty:
+    none), else the first one recorded where patch_id_files() looks; None
+    when none is known."""
+    env = os.environ if env is None else env
+    if "MEMPROF_CI_PATCH_ID" in env:
+        return env["MEMPROF_CI_PATCH_ID"] or None
+    for path in patch_id_files(env):
+        pid = _read_patch_id(path)
+        if pid:
+            return pid
+    return None
 
 
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
@@ -100,6 +137,21 @@ def bench_env(bench, extra: dict | None = None) -> dict:
     if extra:
         env.update(extra)
     return env
+
+
+def _did_you_mean(bench) -> str | None:
+    """The fix when a command without a slash, looked up on PATH, names a
+    file beside the manifest (or in the benchmark's cwd)."""
+    name = bench.command[0]
+    if "/" in name:
+        return None
+    for d in dict.fromkeys(x for x in (bench.directory, bench.cwd) if x):
+        if os.path.isfile(os.path.join(d, name)):
+            rel = os.path.relpath(os.path.join(d, name), bench.directory or bench.cwd)
+            fix = rel if "/" in rel else "./" + rel
+            return (f"did you mean {fix}? (a command without a slash is looked up on PATH; "
+                    f"a path in `command` is relative to the manifest)")
+    return None
 
 
 def _tail(data) -> str:
@@ -163,8 +215,9 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
                                 start_new_session=True, preexec_fn=_cpu_limiter(cpu_limit))
     except FileNotFoundError:
         raise InfraError(f"benchmark {bench.name!r}: command not found: {bench.command[0]}; "
-                         f"build it (with the memprof-ci runtime: `make runtime`) or fix "
-                         f"`command` in the manifest") from None
+                         + (_did_you_mean(bench) or
+                            "build it (with the memprof-ci runtime: `make runtime`) or fix "
+                            "`command` in the manifest")) from None
     except PermissionError:
         raise InfraError(f"benchmark {bench.name!r}: command not executable: "
                          f"{bench.command[0]}; fix `command` in the manifest") from None

@@ -61,8 +61,8 @@ MANIFEST = """\
 # detect more.
 #
 # Each [[benchmark]]: name (names {baselines}/<name>.json), command (argv;
-# relative paths are resolved against this file's directory), optional cwd
-# and env. Programs must be built with the patched compiler (with -g for
+# relative paths are resolved against this file's directory, and a name
+# without a slash is looked up on PATH), optional cwd and env. Programs must be built with the patched compiler (with -g for
 # source locations) and be deterministic: same input, same allocations.
 
 [defaults]
@@ -142,6 +142,13 @@ def _yaml_scalar(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def command_path(exe: str) -> str:
+    """--exe (a path relative to the manifest) as the manifest's argv[0]:
+    a bare name gets "./", since a command without a slash is looked up on
+    PATH."""
+    return exe if "/" in exe else "./" + exe
+
+
 def files(repo: str, ref: str, manifest: str, baselines: str, build: str, exe: str,
           label: str, branch: str) -> dict:
     """{relative path: content} of everything init writes."""
@@ -159,7 +166,7 @@ def files(repo: str, ref: str, manifest: str, baselines: str, build: str, exe: s
             raise ConfigError(f"{flag} {v!r}: must be one line without quotes or braces")
     baselines = baselines.rstrip("/")
     return {
-        manifest: MANIFEST.format(baselines=baselines, exe=exe),
+        manifest: MANIFEST.format(baselines=baselines, exe=command_path(exe)),
         os.path.join(baselines, ".gitkeep"): "",
         ".github/workflows/alloc.yml": GATE.format(
             repo=repo, ref=ref, manifest=manifest, baselines=baselines, label=label,
@@ -184,3 +191,22 @@ def init(root: str, contents: dict, force: bool = False) -> list:
     for p, text in paths.items():
         write_atomic(p, text)
     return sorted(paths)
+
+
+def next_steps(manifest: str, baselines: str, patch_id: str | None) -> list:
+    """What init says after writing: the runtime patch id baselines will
+    record (runner.patch_id), or how to make one known, and the next
+    commands."""
+    if patch_id:
+        out = [f"runtime patch id {patch_id}: update-baselines records it in each baseline, "
+               f"and check notes a baseline of another runtime"]
+        env = ""
+    else:
+        out = ["no runtime patch id known (no patched `ocamlopt` on PATH, and this memprof-ci "
+               "was not installed with `make install PREFIX=DIR`): put PREFIX/bin first on "
+               "PATH, or set MEMPROF_CI_PATCH_ID as below, so baselines record it"]
+        env = "MEMPROF_CI_PATCH_ID=$(cat PREFIX/share/memprof-ci/patch-id) "
+    out.append("next: edit the manifest's [[benchmark]] entries, build the benchmarks with the "
+               f"patched compiler, run `{env}memprof-ci update-baselines --manifest {manifest} "
+               f"--baselines {baselines}` and commit the result")
+    return out

@@ -147,6 +147,9 @@ class Aggregate:
     total_samples: int = 0
     total_live: int = 0
     total_peak: int | None = None   # None: not recorded (old profile or baseline)
+    # Each run's peak, (total peak samples, {site key: peak samples}), when
+    # summed from profiles: the spread of the runs themselves (rows.py).
+    peak_runs: list = field(default_factory=list)
     sites: dict = field(default_factory=dict)
     sources: list = field(default_factory=list)
     meta: dict = field(default_factory=dict)
@@ -391,6 +394,7 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
             pointsites.add_samples(agg.points, counted.points, grouped[5], grouping)
     for p, (sites, total, live, stacks, peak, _inner) in parts:
         peaks.append(peak)
+        agg.peak_runs.append((peak, {t[0]: t[9] for t in sites if t[9]}))
         for k, v in stacks.items():
             t = st_acc.get(k)
             if t is None:
@@ -420,6 +424,7 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
                               live_samples=a[4], peak_samples=a[8], lines=Counter(a[5]),
                               live_lines=Counter(a[6]), via=Counter(a[7]))
     agg.total_peak = None if None in peaks else sum(peaks)
+    agg.peak_runs = [] if None in peaks else agg.peak_runs
     agg.gc = mean_gc(agg.gc_runs)
     agg.live_decided = all(p.live_mode != LIVE_UNDECIDED for p in profiles)
     agg.stacks, agg.stacks_other = truncate_stacks(st_acc)

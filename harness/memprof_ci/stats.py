@@ -298,8 +298,19 @@ def schedule_adjust(rows: list, sigma_words: dict, draws_cur: int, draws_base: i
             r["ci_high"] = None if r["ci_high"] is None else max(hi, r["ci_high"])
 
 
+def pooled_sd(a, b) -> tuple:
+    """(standard deviation, degrees of freedom) of two sides' values pooled
+    around each side's own mean: the spread their runs show."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    df = a.size + b.size - 2
+    if a.size == 0 or b.size == 0 or df < 1:
+        return 0.0, 0
+    ss = float(((a - a.mean()) ** 2).sum() + ((b - b.mean()) ** 2).sum())
+    return math.sqrt(ss / df), df
+
+
 def gc_spread_rows(base_gc: dict, base_runs: list, draws: list, cur_gc: dict, cur_runs: list,
-                   params: dict) -> list[dict]:
+                   params: dict, pooled: bool = False) -> list[dict]:
     """GC_TIMING_COUNTERS judged against the schedule's spread.
 
     The reference is the mean of every schedule the baseline saw (its own
@@ -310,18 +321,28 @@ def gc_spread_rows(base_gc: dict, base_runs: list, draws: list, cur_gc: dict, cu
     schedule).  t = (current - reference) / (s sqrt(1/n_c + 1/n_b)) with
     n_b - 1 degrees of freedom, one-sided either way; the row's status is
     decided with the run's other GC rows (verdict.decide_gc): Holm at
-    alpha, and a change of at least min_effect from the reference."""
+    alpha, and a change of at least min_effect from the reference.
+
+    `pooled`: no schedule was dithered (draws is empty), but both sides'
+    runs saw several schedules (domains, systhreads): s is the spread of
+    both sides' distinct runs around their own means (pooled_sd), with
+    n_b + n_c - 2 degrees of freedom; the rows say so ("spread_from")."""
     rows = []
     for k in GC_TIMING_COUNTERS:
         if k not in base_gc or k not in cur_gc or any(k not in d for d in draws):
             continue
-        b_draws = _distinct(base_runs or [base_gc], k) + [float(d[k]) for d in draws]
         c_draws = _distinct(cur_runs or [cur_gc], k)
+        if pooled:
+            b_draws = _distinct(base_runs or [base_gc], k)
+            spread, df = pooled_sd(b_draws, c_draws)
+        else:
+            b_draws = _distinct(base_runs or [base_gc], k) + [float(d[k]) for d in draws]
+            spread, df = sample_sd(b_draws), len(b_draws) - 1
         ref = float(np.mean(b_draws))
-        spread = max(sample_sd(b_draws), POOL_WORDS if k == "top_heap_words" else 0.0)
+        spread = max(spread, POOL_WORDS if k == "top_heap_words" else 0.0)
         cur = float(cur_gc[k])
         sched = spread * spread * (1 / len(c_draws) + 1 / len(b_draws))
-        p_inc, p_dec, _ = spread_test(cur - ref, 0.0, sched, len(b_draws) - 1)
+        p_inc, p_dec, _ = spread_test(cur - ref, 0.0, sched, df)
         b = float(base_gc[k])
         rows.append({"counter": k, "baseline": b, "current": cur,
                      "change": (cur / b - 1) if b else (0.0 if cur == 0 else None),
@@ -329,7 +350,8 @@ def gc_spread_rows(base_gc: dict, base_runs: list, draws: list, cur_gc: dict, cu
                      "reference": ref, "spread": spread, "draws": len(b_draws),
                      "current_draws": len(c_draws),
                      "effect": (cur / ref - 1) if ref else (0.0 if cur == 0 else None),
-                     "p_raw": p_inc, "p_raw_decrease": p_dec, "alpha": params["alpha"]})
+                     "p_raw": p_inc, "p_raw_decrease": p_dec, "alpha": params["alpha"],
+                     **({"spread_from": "runs"} if pooled else {})})
     return rows
 
 

@@ -131,7 +131,9 @@ def gc_failure(name: str, rows: list) -> str | None:
             parts.append(f"{g['counter']} {g['baseline']:.0f} -> {g['current']:.0f} ({eff} "
                          f"from its schedule mean {g['reference']:.0f}, spread "
                          f"{g['spread'] / g['reference'] if g['reference'] else 0:.1%} over "
-                         f"{g['draws']} schedules, p(Holm)={fmt_p(g['p_adj'])})")
+                         + (f"both sides' {g['draws'] + g.get('current_draws', 0)} runs"
+                            if g.get("spread_from") == "runs" else f"{g['draws']} schedules")
+                         + f", p(Holm)={fmt_p(g['p_adj'])})")
         else:
             parts.append(f"{g['counter']} {g['baseline']:.0f} -> {g['current']:.0f} "
                          f"({'from zero' if g['change'] is None else format(g['change'] * 100, '+.2f') + '%'}"
@@ -192,8 +194,9 @@ def peak_must_rise(rows: list, summary: dict | None) -> None:
             r["note"] = f"the peak rose {rise:+.1%}, less than min_effect"
         elif p_rise is not None and p_rise >= r["alpha"]:
             r["status"] = "~"
-            r["note"] = (f"the peak rose {rise:+.1%}, within its schedule spread "
-                         f"(p = {fmt_p(p_rise)})")
+            within = ("the spread of its runs" if summary.get("spread_from") == "runs"
+                      else "its schedule spread")
+            r["note"] = f"the peak rose {rise:+.1%}, within {within} (p = {fmt_p(p_rise)})"
 
 
 def peak_line(summary: dict, regs: list) -> str:
@@ -366,7 +369,8 @@ def compare_report(pairs: list, notes: list, params: dict, gc_tolerance: float,
             "alloc": site_rows(name, "alloc", b, a, params),
             "live": site_rows(name, "live", b, a, params),
             "gc": gc_rows(a, b, dict(params, gc_tolerance=gc_tolerance, gc_exact=False,
-                                     gc_timing_tolerance=gc_timing_tolerance)),
+                                     gc_timing_tolerance=gc_timing_tolerance,
+                                     runs_spread=True)),
             "stream": stream(b, a)}
         if a.total_peak is not None and b.total_peak is not None:
             r["peak"] = site_rows(name, "peak", b, a, params)

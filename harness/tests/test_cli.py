@@ -279,7 +279,8 @@ def test_update_is_atomic_and_locked(tmp_path):
     os.makedirs(tmp_path / "baselines")
     lock = os.open(tmp_path / "baselines", os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    env = dict(os.environ, PYTHONPATH=HARNESS)
+    # Set and empty: no runtime patch id (the fake program has no runtime).
+    env = dict(os.environ, PYTHONPATH=HARNESS, MEMPROF_CI_PATCH_ID="")
     proc = subprocess.Popen([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
                              "benchmarks.toml", "--no-overhead"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 from commits_testlib import RUN_MANIFEST as MANIFEST
-from harness_testlib import HERE, REPO, run_cli
+from harness_testlib import HARNESS, HERE, REPO, run_cli
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 DATA = os.path.join(HERE, "data", "e2e")
@@ -179,3 +179,39 @@ def test_exact_runs_cut_stacks_at_the_site_and_keep_the_site_table(tmp_path):
         # and the runtime allocates argv and the executable's name first.)
         assert (a.total_samples, a.total_live, a.total_peak) == \
             (b.total_samples, b.total_live, b.total_peak)
+
+
+@pytest.mark.needs_runtime
+def test_a_first_manifest_from_init_runs_and_records_the_runtime_patch_id(tmp_path):
+    """As a new user without make: `init --exe main.exe` beside the program,
+    then update-baselines and check with the patched compiler first on PATH
+    and no MEMPROF_CI_PATCH_ID. The command resolves beside the manifest,
+    the baseline records the runtime's patch id (read beside that ocamlopt),
+    and the check says nothing about a missing or unknown patch id."""
+    if not os.path.exists(OCAMLOPT):
+        pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
+    runtime_id = open(os.path.join(os.path.dirname(os.path.dirname(OCAMLOPT)),
+                                   "patch-id")).read().strip()
+    env = {k: v for k, v in os.environ.items() if k != "MEMPROF_CI_PATCH_ID"}
+    env.update(PATH=os.path.dirname(OCAMLOPT) + os.pathsep + env.get("PATH", ""),
+               PYTHONPATH=HARNESS, MEMPROF_CI_SCHEDULE_RUNS="0")
+    env.pop("PYTEST_ADDOPTS", None)
+
+    def cli(*args):
+        return subprocess.run(["/usr/bin/python3", "-m", "memprof_ci", *args], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=600)
+    r = cli("init", "--repository", "acme/memprof-ci", "--manifest", "memprof-ci.toml",
+            "--baselines", "baselines", "--exe", "main.exe")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"runtime patch id {runtime_id}" in r.stdout, r.stdout
+    shutil.copy(os.path.join(DATA, "alloc_base.ml"), tmp_path / "alloc.ml")
+    b = subprocess.run(["ocamlopt", "-g", "-o", "main.exe", "alloc.ml"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert b.returncode == 0, b.stderr
+    r = cli("update-baselines", "--manifest", "memprof-ci.toml", "--no-overhead")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.load(open(tmp_path / "baselines" / "main.json"))["patch_id"] == runtime_id
+    r = cli("check", "--manifest", "memprof-ci.toml", "--no-overhead", "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "patch" not in r.stdout + r.stderr, r.stdout
+    assert "patch_notes" not in json.load(open(tmp_path / "rep" / "report.json"))

@@ -61,8 +61,9 @@ def test_force_replaces_only_what_init_writes(tmp_path):
 
 
 def test_init_names_the_patch_id_or_how_to_record_it(tmp_path):
-    # This harness is not an installed one: the next steps set the variable.
-    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci")
+    # No id known (set and empty): the next steps set the variable.
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci",
+            env_extra={"MEMPROF_CI_PATCH_ID": ""})
     assert "MEMPROF_CI_PATCH_ID=$(cat PREFIX/share/memprof-ci/patch-id) memprof-ci " \
         "update-baselines" in r.stdout
     (tmp_path / "x").mkdir()
@@ -84,3 +85,31 @@ def test_init_offers_main_runs_as_the_reference(tmp_path):
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     reusable = yaml.safe_load(open(os.path.join(repo, ".github/workflows/memprof-ci.yml")))
     assert "runs-branch" in reusable[True]["workflow_call"]["inputs"]
+
+
+def test_init_writes_a_bare_exe_as_a_path_beside_the_manifest(tmp_path):
+    """--exe is relative to the manifest: a bare name becomes ./NAME, which
+    the manifest resolves against its directory (a command without a slash
+    would be looked up on PATH)."""
+    r = cli(tmp_path, "init", "--repository", "acme/memprof-ci", "--manifest", "memprof-ci.toml",
+            "--exe", "main.exe")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'command = ["./main.exe"]' in (tmp_path / "memprof-ci.toml").read_text()
+    man = load_manifest(str(tmp_path / "memprof-ci.toml"))
+    assert man.benchmarks[0].command == [str(tmp_path / "main.exe")]
+
+
+def test_a_bare_command_beside_the_manifest_is_named_in_the_error(tmp_path):
+    """A manifest written by hand with command = ["main.exe"]: the run stops
+    with one line that says what would resolve."""
+    (tmp_path / "bench").mkdir()
+    exe = tmp_path / "bench" / "main.exe"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    (tmp_path / "bench" / "m.toml").write_text(
+        '[[benchmark]]\nname = "main"\ncommand = ["main.exe"]\nmode = "sampled"\n')
+    r = cli(tmp_path, "update-baselines", "--manifest", "bench/m.toml", "--baselines", "b",
+            "--no-overhead")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "command not found: main.exe; did you mean ./main.exe?" in r.stdout + r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
