@@ -278,6 +278,7 @@ def _session(args, mode: str):
                       None if mode == "profile" else os.path.abspath(args.baselines), work,
                       mode=mode, proposed_dir=os.path.abspath(proposed) if proposed else None,
                       no_overhead=args.no_overhead, strict=getattr(args, "strict", False),
+                      overhead_info=args.overhead_info,
                       shard=shard, profiles_dir=profiles_dir, missing=missing,
                       run_entries=run_entries, accept=check and args.accept_changes,
                       overhead_family=len(man.benchmarks))

@@ -177,4 +177,10 @@ def overhead_text(o) -> str:
         s += f" (baseline {num_of(o, 'baseline_estimate'):+.2%})"
     t = time_text(o.get("time"))
     m = rss_text(o.get("rss"))
+    how = o.get("obtained")
+    if isinstance(how, dict):
+        # A record that says how it was obtained says it for every figure.
+        s += " (carried from the baseline)" if how.get("count") == "carried" else " (counted)"
+        t = t or "time not measured"
+        m = m or "peak RSS not measured"
     return s + ("; " + t if t else "") + ("; " + m if m else "")

@@ -1,0 +1,53 @@
+"""Where a session's time goes: each benchmark's steps, timed, and progress.
+
+The plugin wraps every costly step of a benchmark (its profiled seed runs,
+the schedule's runs, the snapshot run, the counted overhead runs, the
+timed pairs, the peak-RSS runs) in Steps.step(name, what).  The wall
+seconds of each step are added to the report's `cost` entry of that
+benchmark ({what: seconds}), so a report says what a check cost and where;
+in update-baselines, which is the longest thing a user runs, each step
+also prints one progress line as it starts ("benchmark n of N, step,
+elapsed") through `show`, which the plugin binds to the terminal past
+pytest's capture.
+
+Invariants: timing never changes what runs or what is decided; a step that
+raises still has its time recorded; nothing here reads a clock but
+time.monotonic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+
+class Steps:
+    """The step clock of one session."""
+
+    def __init__(self, report: dict, names, show=None):
+        self.report = report
+        self.names = sorted(names)
+        self.show = show
+        self.start = time.monotonic()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def line(self, name: str, what: str) -> str:
+        """The progress line of `what` starting for benchmark `name`."""
+        n = self.names.index(name) + 1 if name in self.names else 0
+        return (f"memprof-ci: benchmark {n} of {len(self.names)} ({name}): {what}, "
+                f"{self.elapsed():.1f} s elapsed")
+
+    @contextlib.contextmanager
+    def step(self, name: str, what: str):
+        if self.show is not None:
+            self.show(self.line(name, what))
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            b = self.report["benchmarks"].get(name)
+            if b is not None:
+                cost = b.setdefault("cost", {})
+                cost[what] = round(cost.get(what, 0.0) + time.monotonic() - t0, 3)
