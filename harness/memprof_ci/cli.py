@@ -44,6 +44,7 @@ from .report_html import render_html
 from .scaffold import files, init
 from .sides import load_pairs
 from .stackgraph import stacks_entry
+from .steps import cost_line
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
 from .view_html import view_page
@@ -376,6 +377,8 @@ def _run_update(args) -> int:
             if written[name] is not None:
                 print("memprof-ci:   " + stated_power(ctx.benches[name], written[name], family,
                                                       POWER_SHARE))
+            if b.get("cost"):
+                print("memprof-ci:   " + cost_line(b))
         for name, b in sorted(rep["benchmarks"].items()):
             if b.get("over_budget") and not args.strict:
                 print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)

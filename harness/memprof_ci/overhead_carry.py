@@ -36,7 +36,7 @@ the baseline's counts, re-derived (overhead.carried), never a new figure.
 
 from __future__ import annotations
 
-from . import counted
+from . import counted, schedule
 from .overhead import counted_args, counted_key
 
 
@@ -74,6 +74,33 @@ def same_allocation(cur, base) -> str | None:
         if pts(cur.points) != pts(base.points):
             return "its exact allocation-point counts differ from the baseline's"
     return None
+
+
+def same_run(bench, base, cur, patch_id: str | None) -> str | None:
+    """None when a run of `bench` on this runtime (`patch_id`) that measured
+    `cur` is, for the GC and the heap, the run `base` recorded: single-domain,
+    the same runtime patch (known), the same allocation; else why not.
+    update-baselines then keeps the replaced baseline's schedule spread and
+    retaining paths (which follow from the allocation stream on one
+    runtime: the GC is paced by allocation) instead of running them again."""
+    if base is None:
+        return "no previous baseline"
+    if bench.concurrent:
+        return "a concurrent benchmark's GC differs from run to run"
+    if patch_id is None or base.meta.get("patch_id") != patch_id:
+        return "recorded on another runtime patch (or one not known)"
+    return same_allocation(cur, base)
+
+
+def reusable_schedule(bench, base) -> dict | None:
+    """The previous baseline's schedule section, if it holds the runs this
+    update would make (same number, seed and dithers)."""
+    sec = base.meta.get("schedule") if base is not None else None
+    runs = schedule.runs_wanted()
+    if sec is None or sec["runs"] != runs or sec["seed"] != bench.seeds[0] or \
+            sec["dithers"] != schedule.dithers(bench, runs):
+        return None
+    return sec
 
 
 def carry(bench, base, current, patch_id: str | None) -> tuple[dict | None, str]:

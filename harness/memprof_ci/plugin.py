@@ -260,11 +260,27 @@ class UpdateItem(CheckItem):
         self.agg = self.ctx.profiles(self.bench)
         with self.step("mode and plan runs"):
             self.plan = self._plan()
-        with self.step("schedule runs"):
-            self.schedule = schedule.measure(self.benchmark, self.ctx.work_dir)
-        with self.step("snapshot run"):
-            paths, why = retention.snapshot_run(self.benchmark, self.ctx.work_dir)
-        self.retainers = None if why else paths
+        prev = self._previous()
+        same = overhead_carry.same_run(self.benchmark, prev, self.agg, runner.patch_id())
+        kept = [] if same is not None else [
+            k for k in ("schedule", "retainers") if prev.meta.get(k) is not None]
+        self.schedule = (overhead_carry.reusable_schedule(self.benchmark, prev)
+                         if "schedule" in kept else None)
+        if self.schedule is None:
+            kept = [k for k in kept if k != "schedule"]
+            with self.step("schedule runs"):
+                self.schedule = schedule.measure(self.benchmark, self.ctx.work_dir)
+        if "retainers" in kept:
+            self.retainers = prev.meta["retainers"]
+        else:
+            with self.step("snapshot run"):
+                paths, why = retention.snapshot_run(self.benchmark, self.ctx.work_dir)
+            self.retainers = None if why else paths
+        if kept:
+            what = {"schedule": "the schedule spread", "retainers": "the retaining paths"}
+            self.ctx.result(self.bench)["kept"] = (
+                "kept from the replaced baseline (same runtime patch, same allocation): "
+                + " and ".join(what[k] for k in kept))
         self.ov = None
         if not self.ctx.no_overhead:
             # The baseline being replaced: its count still holds when this
@@ -273,8 +289,8 @@ class UpdateItem(CheckItem):
                 self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
                 time_threshold=self.benchmark.overhead_budget, info=self.ctx.overhead_info,
                 patch_id=runner.patch_id(), step=self.step,
-                carry=overhead_carry.carry(self.benchmark, self._previous(),
-                                           lambda: self.agg, runner.patch_id()))
+                carry=overhead_carry.carry(self.benchmark, prev, lambda: self.agg,
+                                           runner.patch_id()))
 
     def step(self, what):
         return self.ctx.steps.step(self.bench, what)

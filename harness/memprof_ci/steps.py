@@ -51,3 +51,15 @@ class Steps:
             if b is not None:
                 cost = b.setdefault("cost", {})
                 cost[what] = round(cost.get(what, 0.0) + time.monotonic() - t0, 3)
+
+
+def cost_line(b: dict) -> str:
+    """A benchmark's report entry's `cost` as one line, costliest step
+    first, and what update-baselines kept instead of running it again."""
+    parts = [f"{what} {sec:.1f} s"
+             for what, sec in sorted(b.get("cost", {}).items(), key=lambda x: -x[1])]
+    ov = (b.get("overhead") or {}).get("obtained") or {}
+    kept = [b["kept"]] if b.get("kept") else []
+    if ov.get("count") == "carried":
+        kept.append("overhead count carried from the replaced baseline")
+    return f"wall time by step: {', '.join(parts)}" + "".join(f"; {k}" for k in kept)
