@@ -19,8 +19,9 @@ counted runs use the full command).  Then, one after the other:
 5. with `--old-harness DIR` (a copy of an older harness/), its default
    check and update-baselines.
 
-The unit, one unprofiled run's wall time, is the median of 5 runs timed
-before and 5 after the steps; each figure is a step's wall time over it.
+The unit, one unprofiled run's wall time, is measured around each row (the
+median of 3 runs just before and 3 just after it: the shared machine's
+speed drifts over minutes); each figure is a step's wall time over it.
 The per-step breakdown comes from the report's `cost` entry (check) and
 the `wall time by step` line (update-baselines).  Prints a Markdown table.
 A benchmark, not a test: it asserts nothing.
@@ -94,6 +95,8 @@ def main() -> int:
     ap.add_argument("--variant", default=os.path.join(ROOT, "benchmarks", "tests", "variants",
                                                       "lists_more.patch"))
     ap.add_argument("--old-harness", metavar="DIR")
+    ap.add_argument("--overhead-args", metavar="ARG", help="the manifest's overhead_args "
+                    "(one argument; default: none, the counted runs use the command)")
     args = ap.parse_args()
     pid = patch_id()
     new = os.path.join(ROOT, "harness")
@@ -106,15 +109,21 @@ def main() -> int:
         build_variant(args.bench, args.variant, variant)
         with open(os.path.join(tmp, "benchmarks.toml"), "w") as fh:
             fh.write(f'[[benchmark]]\nname = "{args.bench}"\n'
-                     f'command = ["./prog.exe", "{args.size}"]\ntimeout = 300\n')
+                     f'command = ["./prog.exe", "{args.size}"]\ntimeout = 300\n'
+                     + (f'overhead_args = ["{args.overhead_args}"]\n'
+                        if args.overhead_args else ""))
         before = unit(exe, args.size)
         man = ["--manifest", "benchmarks.toml", "--baselines", "baselines"]
 
         def run(label, harness_dir, argv, rep=None, p=pid):
+            # The unit of this row: 3 unprofiled runs just before it and 3
+            # just after (the machine's speed drifts over minutes).
+            near = unit(exe, args.size, 3)
             wall, r = harness(tmp, harness_dir, argv, p)
+            near += unit(exe, args.size, 3)
             cost, how = (steps_of_check(tmp, rep, args.bench) if rep else
                          (steps_of_update(r.stdout), None))
-            rows.append((label, wall, r.returncode, cost, how))
+            rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
             print(f"{label}: {wall:.1f} s, exit {r.returncode}", file=sys.stderr)
             if r.returncode not in (0, 1):
                 print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stderr)
@@ -134,15 +143,16 @@ def main() -> int:
                 ["update-baselines", *man])
             run("former harness: check", args.old_harness, ["check", *man])
         after = unit(exe, args.size)
-    u = statistics.median(before + after)
-    print(f"\nOne unprofiled run of `{args.bench}.exe {args.size}`: median {u:.3f} s "
-          f"(before {statistics.median(before):.3f} s, after {statistics.median(after):.3f} s)\n")
-    print("| what | wall | runs | exit | by step (runs) | overhead count |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for label, wall, rc, cost, how in rows:
+    print(f"\nOne unprofiled run of `{args.bench}.exe {args.size}`: median "
+          f"{statistics.median(before):.3f} s before the steps, "
+          f"{statistics.median(after):.3f} s after; each row's unit is the median of 3 runs "
+          f"just before it and 3 just after\n")
+    print("| what | wall | unit | runs | exit | by step (runs) | overhead count |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for label, wall, rc, cost, how, u in rows:
         steps = ", ".join(f"{k} {v / u:.1f}" for k, v in sorted(cost.items(),
                                                                   key=lambda x: -x[1]))
-        print(f"| {label} | {wall:.1f} s | {wall / u:.1f} | {rc} | {steps or '-'} | "
+        print(f"| {label} | {wall:.1f} s | {u:.3f} s | {wall / u:.1f} | {rc} | {steps or '-'} | "
               f"{(how or {}).get('count', '-')} |")
     return 0
 

@@ -58,7 +58,7 @@ from . import counted
 from . import overhead_rss, overhead_time
 from . import validate as V
 from .errors import InfraError, InputError
-from .runner import memprof_env_value
+from .runner import memprof_env_value, program_argv0
 from .nothreads import UNFILTERED
 
 MEASURE = "cycles"
@@ -95,7 +95,7 @@ def counted_key(bench, patch_id: str | None) -> dict:
 def _count_one(bench, on: bool) -> tuple[dict, bool]:
     """One counted run: (its events, whether threads could be created)."""
     side = "on" if on else "off"
-    argv = [bench.command[0], *counted_args(bench)]
+    argv = [program_argv0(bench), *counted_args(bench)]
     try:
         r = counted.count(argv, counted_env(bench, on), bench.cwd,
                           timeout=max(300.0, 50 * bench.timeout),
