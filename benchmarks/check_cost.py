@@ -69,7 +69,7 @@ def harness(tmp, harness_dir, args, pid):
 def steps_of_update(stdout: str) -> dict:
     for line in stdout.splitlines():
         if "wall time by step:" in line:
-            parts = line.split("wall time by step:")[1].split(",")
+            parts = line.split("wall time by step:")[1].split(";")[0].split(",")
             return {p.rsplit(" ", 2)[0].strip(): float(p.rsplit(" ", 2)[1]) for p in parts}
     return {}
 

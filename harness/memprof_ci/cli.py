@@ -44,7 +44,7 @@ from .report_html import render_html
 from .scaffold import files, init
 from .sides import load_pairs
 from .stackgraph import stacks_entry
-from .steps import cost_line
+from .steps import cost_line, count_advice
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
 from .view_html import view_page
@@ -379,6 +379,10 @@ def _run_update(args) -> int:
                                                       POWER_SHARE))
             if b.get("cost"):
                 print("memprof-ci:   " + cost_line(b))
+            bench = ctx.benches[name]
+            advice = count_advice(name, b, len(bench.seeds), bench.overhead_args is not None)
+            if advice:
+                print(f"memprof-ci: note: {advice}", file=sys.stderr)
         for name, b in sorted(rep["benchmarks"].items()):
             if b.get("over_budget") and not args.strict:
                 print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)

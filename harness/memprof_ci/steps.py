@@ -63,3 +63,23 @@ def cost_line(b: dict) -> str:
     if ov.get("count") == "carried":
         kept.append("overhead count carried from the replaced baseline")
     return f"wall time by step: {', '.join(parts)}" + "".join(f"; {k}" for k in kept)
+
+
+# A count that costs more than this many profiled runs is worth sizing.
+COUNT_ADVICE_RUNS = 10
+
+
+def count_advice(name: str, b: dict, seeds: int, sized: bool) -> str | None:
+    """update-baselines' advice when the counted runs cost more than
+    COUNT_ADVICE_RUNS of the benchmark's profiled runs and the manifest
+    gives them no smaller size (`sized`: overhead_args set), else None."""
+    cost = b.get("cost") or {}
+    if sized or "counted runs" not in cost or not cost.get("seed runs"):
+        return None
+    runs = cost["counted runs"] / (cost["seed runs"] / max(seeds, 1))
+    if runs <= COUNT_ADVICE_RUNS:
+        return None
+    return (f"benchmark {name!r}: its counted overhead runs took {cost['counted runs']:.1f} s, "
+            f"{runs:.0f} of its profiled runs (valgrind at the command's full size); a check "
+            f"counts again whenever the allocation changes, so give the manifest an "
+            f"`overhead_args` that runs about a fiftieth of the work")

@@ -51,6 +51,9 @@ def test_an_unchanged_run_carries_the_count_and_says_so(tmp_path):
     # update-baselines shows its progress, step by step, and where the time went.
     assert "memprof-ci: benchmark 1 of 1 (costly): counted runs, " in r.stderr
     assert "s elapsed" in r.stderr and "wall time by step: " in r.stdout
+    # Under valgrind the fake's full command costs far more than its
+    # profiled runs, and the manifest gives no smaller size: said so.
+    assert "its counted overhead runs took" in r.stderr and "`overhead_args`" in r.stderr
     base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
     assert base["obtained"]["count"] == "counted"
     assert base["counted"]["key"]["patch_id"] == PATCH["MEMPROF_CI_PATCH_ID"]
