@@ -310,7 +310,7 @@ def test_overhead_check(tmp_path):
         defaults={"overhead_runs": 3})
     env_patch = {"MEMPROF_CI_PATCH_ID": "patch-abc"}
     r = subprocess.run([PY, "-m", "memprof_ci", "update-baselines", "--manifest",
-                        "benchmarks.toml", "-k", "cheap"], cwd=tmp_path,
+                        "benchmarks.toml", "-k", "cheap", "--overhead-info"], cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=HARNESS, **env_patch),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
