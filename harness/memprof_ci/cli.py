@@ -44,6 +44,7 @@ from .report_html import render_html
 from .scaffold import files, init, next_steps
 from .sides import load_pairs
 from .stackgraph import stacks_entry
+from .steps import cost_line, count_advice
 from .validate import is_finite
 from .verdict import POWER_SHARE, compare_report, decide
 from .view_html import view_page
@@ -267,6 +268,7 @@ def _session(args, mode: str):
                       None if mode == "profile" else os.path.abspath(args.baselines), work,
                       mode=mode, proposed_dir=os.path.abspath(proposed) if proposed else None,
                       no_overhead=args.no_overhead, strict=getattr(args, "strict", False),
+                      overhead_info=args.overhead_info,
                       shard=shard, profiles_dir=profiles_dir, missing=missing,
                       run_entries=run_entries, accept=check and args.accept_changes,
                       overhead_family=len(man.benchmarks))
@@ -364,6 +366,12 @@ def _run_update(args) -> int:
             if written[name] is not None:
                 print("memprof-ci:   " + stated_power(ctx.benches[name], written[name], family,
                                                       POWER_SHARE))
+            if b.get("cost"):
+                print("memprof-ci:   " + cost_line(b))
+            bench = ctx.benches[name]
+            advice = count_advice(name, b, len(bench.seeds), bench.overhead_args is not None)
+            if advice:
+                print(f"memprof-ci: note: {advice}", file=sys.stderr)
         for name, b in sorted(rep["benchmarks"].items()):
             if b.get("over_budget") and not args.strict:
                 print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)

@@ -43,6 +43,10 @@ def _add_run_options(p, check: bool, profile: bool = False):
     p.add_argument("-q", "--quiet", action="count", default=0, help="less pytest output")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the overhead check (its counted runs and timing)")
+    p.add_argument("--overhead-info", action="store_true",
+                   help="also time profiling's cost (overhead_runs hyperfine pairs) and "
+                        "measure the peak RSS it adds: information, not run by default "
+                        "(timed anyway for a benchmark with overhead_time_fails)")
     if not profile:
         p.add_argument("--profiles-dir", metavar="DIR",
                        help="keep the raw profiles in DIR (default: a temporary directory)")

@@ -47,9 +47,11 @@ from .errors import MemprofError
 from .fmt import fmt_bytes, fmt_pct
 from .profile import GC_OPTIONAL_KEYS
 from .report_doc import new_report
+from .steps import Steps
 
-# The checks that read what the runs found live at exit.
-LIVE_READERS = ("live", "proposed_baseline")
+# The checks that read what the runs found live at exit (the overhead
+# check: whether the baseline's count still holds, overhead_carry.py).
+LIVE_READERS = ("live", "proposed_baseline", "overhead")
 
 
 class _Cache:
@@ -81,8 +83,9 @@ class Measurements:
     """Each benchmark's Aggregate over its seeds, run or read once."""
 
     def __init__(self, benches: dict, profiles_dir: str, run_entries, on_collect,
-                 live_needed):
+                 live_needed, steps=None):
         self.benches = benches
+        self.steps = steps
         self.profiles_dir = profiles_dir
         # check --from-run: {name: runstore.RunEntry}; nothing is executed.
         self.run_entries = run_entries
@@ -96,7 +99,9 @@ class Measurements:
 
         def run():
             if self.run_entries is None:
-                agg = runner.collect(bench, self.profiles_dir, live=self._live_needed(name))
+                with self.steps.step(name, "seed runs"):
+                    agg = runner.collect(bench, self.profiles_dir,
+                                         live=self._live_needed(name))
             else:
                 agg = runner.collect_from(bench, self.run_entries.get(name))
             self._on_collect(name, agg)
@@ -252,7 +257,7 @@ class Context:
     def __init__(self, manifest, benches, baselines_dir, work_dir, mode="check",
                  proposed_dir=None, no_overhead=False, strict=False, shard=None,
                  profiles_dir=None, missing=None, run_entries=None, accept=False,
-                 overhead_family=None):
+                 overhead_family=None, overhead_info=False):
         self.manifest = manifest
         self.benches = {b.name: b for b in benches}
         # Benchmarks with a trusted baseline that the manifest no longer has:
@@ -264,8 +269,11 @@ class Context:
         self.work_dir = work_dir
         self.mode = mode
         self.no_overhead = no_overhead
+        # Timed pairs and peak RSS: information, measured only when asked.
+        self.overhead_info = overhead_info
         self.strict = strict
         self.report = new_report(mode)
+        self.steps = Steps(self.report, self.benches)
         if accept:
             self.report["accept_changes"] = True
         if shard:
@@ -274,7 +282,8 @@ class Context:
         self.items: list = []
         self.measurements = Measurements(self.benches,
                                          profiles_dir or os.path.join(work_dir, "profiles"),
-                                         run_entries, self._collected, self._live_needed)
+                                         run_entries, self._collected, self._live_needed,
+                                         self.steps)
         self.baselines = Baselines(self.benches, baselines_dir, proposed_dir)
         self.proposals = Proposals(self)
 

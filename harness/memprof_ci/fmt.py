@@ -158,9 +158,13 @@ def overhead_text(o) -> str:
     if est is None or lo is None or hi is None:
         return "-"
     c = o.get("counted")
+    how = o.get("obtained")
+    # A record that says how it was obtained says it for every figure.
+    how = "" if not isinstance(how, dict) else (
+        ", carried from the baseline" if how.get("count") == "carried" else ", counted")
     if isinstance(c, dict):
         runs = len(c.get("on") or [])
-        s = f"{est:+.2%} cycles"
+        s = f"{est:+.2%} cycles{how}"
         if runs > 1:
             s += f" [{lo:+.2%}, {hi:+.2%}] ({runs} runs)"
         if num_of(o, "instructions") is not None:
@@ -177,4 +181,7 @@ def overhead_text(o) -> str:
         s += f" (baseline {num_of(o, 'baseline_estimate'):+.2%})"
     t = time_text(o.get("time"))
     m = rss_text(o.get("rss"))
+    if how:
+        t = t or "time not measured"
+        m = m or "peak RSS not measured"
     return s + ("; " + t if t else "") + ("; " + m if m else "")

@@ -29,9 +29,17 @@ baseline's upper end plus `overhead_tolerance`, when the baseline counted
 its overhead with the same arguments and model; else `overhead_budget`,
 with a note saying why.  update-baselines enforces the budget (over_budget).
 
-Time (overhead_time.py) is measured beside the count, as information; it
-fails the check only for a benchmark with `overhead_time_fails`.  The
-added peak RSS (overhead_rss.py) is measured too, and is only shown.
+Time (overhead_time.py) and the added peak RSS (overhead_rss.py) are
+information: measured only when asked (`--overhead-info`), and time also
+for a benchmark with `overhead_time_fails`, the only case in which it can
+fail the check; a record says "not measured" (None) otherwise.
+
+Every record says how its count was obtained (`obtained`): counted in this
+run, or carried from the baseline with the reason (overhead_carry.py
+decides when the baseline's figure still holds).  The counted record keeps
+what decided the count besides the program (`key`: the program, its
+environment, the rate, seed and frames, the runtime's patch id), so that a
+later run can tell whether anything of it changed.
 Invariants: a failed counted run raises InfraError, never a figure; every
 figure of a record is derived again from its counts when the record is
 read back (parse_record), so a record cannot state a figure its counts do
@@ -41,6 +49,7 @@ not give.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import math
 import os
 import statistics
@@ -49,7 +58,7 @@ from . import counted
 from . import overhead_rss, overhead_time
 from . import validate as V
 from .errors import InfraError, InputError
-from .runner import memprof_env_value
+from .runner import memprof_env_value, program_argv0
 from .nothreads import UNFILTERED
 
 MEASURE = "cycles"
@@ -70,10 +79,23 @@ def counted_env(bench, on: bool) -> dict:
     return env
 
 
+def counted_key(bench, patch_id: str | None) -> dict:
+    """What decides a counted figure besides the arguments, the model and
+    the program's own allocation: the program (relative to the benchmark's
+    directory, so that two checkouts agree), its environment, the rate,
+    seed and frames, and the runtime's patch id."""
+    prog = bench.command[0]
+    if os.path.isabs(prog):
+        prog = os.path.relpath(prog, bench.cwd)
+    return {"program": prog, "env": dict(sorted(bench.env.items())),
+            "rate": bench.profiled_rate, "seed": bench.seeds[0], "frames": bench.frames,
+            "patch_id": patch_id}
+
+
 def _count_one(bench, on: bool) -> tuple[dict, bool]:
     """One counted run: (its events, whether threads could be created)."""
     side = "on" if on else "off"
-    argv = [bench.command[0], *counted_args(bench)]
+    argv = [program_argv0(bench), *counted_args(bench)]
     try:
         r = counted.count(argv, counted_env(bench, on), bench.cwd,
                           timeout=max(300.0, 50 * bench.timeout),
@@ -93,7 +115,7 @@ def _count_one(bench, on: bool) -> tuple[dict, bool]:
     return {k: r["events"][k] for k in counted.EVENTS}, threads
 
 
-def count_sides(bench) -> dict:
+def count_sides(bench, patch_id: str | None = None) -> dict:
     """The counted record: off and on, CONCURRENT_REPEATS times each for a
     concurrent benchmark; two runs at a time (they share no state, and a
     count does not depend on load)."""
@@ -102,7 +124,7 @@ def count_sides(bench) -> dict:
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         done = list(pool.map(lambda on: _count_one(bench, on), jobs))
     return {"args": counted_args(bench), "model": counted.MODEL,
-            "concurrent": bench.concurrent,
+            "key": counted_key(bench, patch_id), "concurrent": bench.concurrent,
             "threads": "allowed" if any(t for _, t in done) else "disabled",
             "off": [ev for (ev, _), on in zip(done, jobs) if not on],
             "on": [ev for (ev, _), on in zip(done, jobs) if on]}
@@ -119,19 +141,42 @@ def figures(c: dict) -> dict:
             "cycles_off": statistics.median(off), "cycles_on": statistics.median(on)}
 
 
+COUNTED = {"count": "counted", "reason": "counted in this run"}
+
+
 def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "hyperfine",
-            time_threshold: float | None = None) -> dict:
-    """The overhead record: counts and their figures, and the timed rounds
-    (at `level` and against `time_threshold` when the benchmark's time is
-    judged)."""
-    t = overhead_time.measure(bench, work_dir, hyperfine, time_threshold,
-                              level if level is not None else bench.alpha)
-    c = count_sides(bench)
-    return _record(c, t, overhead_rss.measure(bench, work_dir))
+            time_threshold: float | None = None, *, info: bool = False,
+            patch_id: str | None = None, step=None,
+            carry: tuple[dict | None, str] = (None, "")) -> dict:
+    """The overhead record: counts and their figures (carried from the
+    baseline's record when `carry` holds one: (record, reason), from
+    overhead_carry.carry; else counted, the reason kept); with `info`, the
+    timed rounds and the added peak RSS (the timed rounds also for a
+    benchmark whose time is judged, at `level` and against
+    `time_threshold`).  `step(what)` is a context manager around each kind
+    of run (steps.py)."""
+    step = step or (lambda what: contextlib.nullcontext())
+    t = rss = None
+    if info or bench.overhead_time_fails:
+        with step("timed pairs"):
+            t = overhead_time.measure(bench, work_dir, hyperfine, time_threshold,
+                                      level if level is not None else bench.alpha)
+    base, why = carry
+    if base is not None:
+        c, obtained = base["counted"], {"count": "carried", "reason": why}
+    else:
+        with step("counted runs"):
+            c = count_sides(bench, patch_id)
+        obtained = {"count": "counted", "reason": f"counted in this run{': ' + why if why else ''}"}
+    if info:
+        with step("peak RSS runs"):
+            rss = overhead_rss.measure(bench, work_dir)
+    return _record(c, t, rss, obtained)
 
 
-def _record(c: dict, t: dict | None, rss: dict | None) -> dict:
+def _record(c: dict, t: dict | None, rss: dict | None, obtained: dict | None = None) -> dict:
     return {"measure": MEASURE, **figures(c), "counted": c, "time": t, "rss": rss,
+            "obtained": obtained or COUNTED,
             "median_off_s": (t or {}).get("median_off_s"),
             "median_on_s": (t or {}).get("median_on_s"),
             "method": (f"estimated cycles ({counted.MODEL}), profiling on / off, "
@@ -239,6 +284,8 @@ def _parse_counted(c, where: str) -> dict:
     if c.get("threads") not in ("allowed", "disabled"):
         raise InputError(f"{where}.threads must be \"allowed\" or \"disabled\"")
     out["threads"] = c["threads"]
+    if c.get("key") is not None:
+        out["key"] = _parse_key(c["key"], f"{where}.key")
     sides = [c.get("off"), c.get("on")]
     if not all(isinstance(s, list) and 0 < len(s) <= MAX_REPEATS for s in sides) or \
             len(sides[0]) != len(sides[1]):
@@ -246,6 +293,29 @@ def _parse_counted(c, where: str) -> dict:
     for k, s in zip(("off", "on"), sides):
         out[k] = [_events(e, f"{where}.{k}[{i}]") for i, e in enumerate(s)]
     return out
+
+
+def _parse_key(k, where: str) -> dict:
+    if not isinstance(k, dict) or not isinstance(k.get("env"), dict) or len(k["env"]) > 1000:
+        raise InputError(f"{where} must be an object with an `env` object")
+    return {"program": V.text(k.get("program"), f"{where}.program", limit=4096),
+            "env": {V.text(a, f"{where}.env", limit=4096): V.text(b, f"{where}.env.{a}",
+                                                                 limit=4096)
+                    for a, b in sorted(k["env"].items())},
+            "rate": V.finite(k.get("rate"), f"{where}.rate", lo=0, lo_open=True),
+            "seed": V.count(k.get("seed"), f"{where}.seed"),
+            "frames": V.count(k.get("frames"), f"{where}.frames"),
+            "patch_id": V.text(k.get("patch_id"), f"{where}.patch_id", optional=True,
+                               limit=200)}
+
+
+def _parse_obtained(o, where: str) -> dict:
+    if o is None:
+        return {"count": "counted", "reason": "counted (a record from before records said how)"}
+    if not isinstance(o, dict) or o.get("count") not in ("counted", "carried"):
+        raise InputError(f"{where}.count must be \"counted\" or \"carried\"")
+    return {"count": o["count"], "reason": V.text(o.get("reason"), f"{where}.reason",
+                                                  limit=2000)}
 
 
 def parse_record(d, where: str):
@@ -271,7 +341,8 @@ def parse_record(d, where: str):
         raise InputError(f"{where}.measure must be {MEASURE!r}, not {d['measure']!r}")
     c = _parse_counted(d.get("counted"), f"{where}.counted")
     t = None if d.get("time") is None else overhead_time.parse(d["time"], f"{where}.time")
-    return _record(c, t, overhead_rss.parse(d.get("rss"), f"{where}.rss"))
+    return _record(c, t, overhead_rss.parse(d.get("rss"), f"{where}.rss"),
+                   _parse_obtained(d.get("obtained"), f"{where}.obtained"))
 
 
 def nice_rate_below(rate: float, factor: float) -> float:

@@ -16,13 +16,15 @@ heap snapshot whose retaining paths go into the baseline (retention.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 
 import pytest
 
 from . import atomicio
 from . import baseline as bl
-from . import exactplan, overhead, retention, runner, schedule
+from . import exactplan, overhead, overhead_carry, retention, runner, schedule
 from . import plan as P
 from . import verdict as V
 from .context import Context
@@ -179,14 +181,32 @@ class OverheadItem(CheckItem):
         b = self.benchmark
         self.level = V.overhead_level(b.alpha, len(self.ctx.selected(("overhead",))))
         if self.ctx.run_entries is None:
+            # The run's own profiles decide whether the baseline's count
+            # still holds (overhead_carry.py); a failed run counts.
+            carry = overhead_carry.carry(b, base, self._current, runner.patch_id())
             self.measured = overhead.measure(
                 b, os.path.join(self.ctx.work_dir, "overhead"), level=self.level,
-                time_threshold=overhead.time_threshold_for(b, self.base_overhead))
+                time_threshold=overhead.time_threshold_for(b, self.base_overhead),
+                info=self.ctx.overhead_info, patch_id=runner.patch_id(),
+                step=lambda what: self.ctx.steps.step(self.bench, what), carry=carry)
             return
         e = self.ctx.run_entry(self.bench)
         if e is not None and e.error:
             raise InfraError(e.error)
         self.measured = None if e is None else e.overhead
+        how = ((self.measured or {}).get("obtained") or {}).get("count", "counted")
+        if how != "counted":
+            # Only a run that has the baseline's profiles and patch id can
+            # decide that its count still holds; a run directory counts.
+            raise InputError(f"the run's overhead record of {self.bench!r} was not counted "
+                             f"in that run ({how}); "
+                             f"`memprof-ci profile` counts every benchmark it measures")
+
+    def _current(self):
+        try:
+            return self.ctx.profiles(self.bench)
+        except MemprofError:
+            return None
 
     def runtest(self):
         if self.measured is None:
@@ -207,6 +227,8 @@ class OverheadItem(CheckItem):
                            self.level)
         r = self.ctx.result(self.bench)
         r["overhead"] = j
+        if j.get("obtained", {}).get("count") == "carried":
+            r["notes"].append(f"overhead: {j['obtained']['reason']}")
         if j["note"]:
             r["notes"].append(f"overhead: {j['note']}")
         if j["status"] == "regression":
@@ -236,13 +258,51 @@ class UpdateItem(CheckItem):
 
     def setup(self):
         self.agg = self.ctx.profiles(self.bench)
-        self.plan = self._plan()
-        self.schedule = schedule.measure(self.benchmark, self.ctx.work_dir)
-        paths, why = retention.snapshot_run(self.benchmark, self.ctx.work_dir)
-        self.retainers = None if why else paths
-        self.ov = (None if self.ctx.no_overhead else
-                   overhead.measure(self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
-                                    time_threshold=self.benchmark.overhead_budget))
+        with self.step("mode and plan runs"):
+            self.plan = self._plan()
+        prev = self._previous()
+        same = overhead_carry.same_run(self.benchmark, prev, self.agg, runner.patch_id())
+        kept = [] if same is not None else [
+            k for k in ("schedule", "retainers") if prev.meta.get(k) is not None]
+        self.schedule = (overhead_carry.reusable_schedule(self.benchmark, prev)
+                         if "schedule" in kept else None)
+        if self.schedule is None:
+            kept = [k for k in kept if k != "schedule"]
+            with self.step("schedule runs"):
+                self.schedule = schedule.measure(self.benchmark, self.ctx.work_dir)
+        if "retainers" in kept:
+            self.retainers = prev.meta["retainers"]
+        else:
+            with self.step("snapshot run"):
+                paths, why = retention.snapshot_run(self.benchmark, self.ctx.work_dir)
+            self.retainers = None if why else paths
+        if kept:
+            what = {"schedule": "the schedule spread", "retainers": "the retaining paths"}
+            self.ctx.result(self.bench)["kept"] = (
+                "kept from the replaced baseline (same runtime patch, same allocation): "
+                + " and ".join(what[k] for k in kept))
+        self.ov = None
+        if not self.ctx.no_overhead:
+            # The baseline being replaced: its count still holds when this
+            # run allocated exactly as it did (overhead_carry.py).
+            self.ov = overhead.measure(
+                self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
+                time_threshold=self.benchmark.overhead_budget, info=self.ctx.overhead_info,
+                patch_id=runner.patch_id(), step=self.step,
+                carry=overhead_carry.carry(self.benchmark, prev, lambda: self.agg,
+                                           runner.patch_id()))
+
+    def step(self, what):
+        return self.ctx.steps.step(self.bench, what)
+
+    def _previous(self):
+        """The baseline this update replaces, if it loads (else None: its
+        errors are not the update's)."""
+        path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
+        try:
+            return bl.load_baseline(path, self.bench) if os.path.lexists(path) else None
+        except MemprofError:
+            return None
 
     def _plan(self):
         """Mode "auto": exact or sampled, from this first run (the
@@ -334,7 +394,9 @@ class ProfileItem(CheckItem):
             self.ctx.result(self.bench)["overhead"] = overhead.measure(
                 self.benchmark, os.path.join(self.ctx.work_dir, "overhead"),
                 level=V.overhead_level(self.benchmark.alpha, family),
-                time_threshold=self.benchmark.overhead_budget)
+                time_threshold=self.benchmark.overhead_budget, info=self.ctx.overhead_info,
+                patch_id=runner.patch_id(),
+                step=lambda what: self.ctx.steps.step(self.bench, what))
 
 
 # ------------------------------------------------------------------ plugin
@@ -345,6 +407,8 @@ class MemprofPlugin:
 
     def pytest_configure(self, config):
         config.stash[CTX_KEY] = self.ctx
+        if self.ctx.mode == "update":
+            self.ctx.steps.show = lambda line: _show(config, line)
         for name, doc in MARKERS.items():
             config.addinivalue_line("markers", f"{name}: {doc}")
 
@@ -393,6 +457,13 @@ class MemprofPlugin:
             else:
                 self.ctx.record(item.bench, item.check, "error",
                                 f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _show(config, line: str) -> None:
+    """A progress line on stderr, past pytest's capture."""
+    cap = config.pluginmanager.getplugin("capturemanager")
+    with cap.global_and_fixture_disabled() if cap else contextlib.nullcontext():
+        print(printable(line), file=sys.stderr, flush=True)
 
 
 def finish_report(ctx: Context, runner_exit: int | None = None) -> dict:

@@ -89,6 +89,18 @@ def patch_id(env=None) -> str | None:
     return None
 
 
+def program_argv0(bench) -> str:
+    """argv[0] of the benchmark's runs: its program relative to the
+    benchmark's directory (the runs' working directory), so that what the
+    program allocates for its own argv (OCaml 5.4 allocates Sys.argv in
+    the minor heap) is the same in every checkout of the project."""
+    prog = bench.command[0]
+    if not os.path.isabs(prog):
+        return prog
+    rel = os.path.relpath(prog, bench.cwd)
+    return rel if "/" in rel else "./" + rel
+
+
 def memprof_env_value(rate: float, seed: int, frames: int, out: str,
                       trace: str | None = None, per_process: bool = False,
                       snapshot_sites: int | None = None, points: bool = False,
@@ -208,7 +220,7 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
     try:
         # A new session lets a timeout kill the whole process group, so a
         # grandchild holding stderr open cannot hang the harness.
-        proc = subprocess.Popen([argv0 or bench.command[0], *bench.command[1:]],
+        proc = subprocess.Popen([argv0 or program_argv0(bench), *bench.command[1:]],
                                 executable=bench.command[0], cwd=bench.cwd, env=env,
                                 stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

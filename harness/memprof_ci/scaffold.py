@@ -46,8 +46,9 @@ MANIFEST = """\
 #                   update-baselines
 #   overhead_tolerance  a check fails when profiling became costlier than the
 #                   baseline recorded by more than this
-#   overhead_runs   paired timed runs with and without profiling (time is
-#                   shown, not judged, unless overhead_time_fails = true)
+#   overhead_runs   paired timed runs with and without profiling, made with
+#                   --overhead-info (time is shown, not judged, unless
+#                   overhead_time_fails = true, which always times them)
 #   mode            "auto": counted exactly (rate 1, one run) when that run
 #                   costs at most exact_limit (2) times the sampled runs, as
 #                   update-baselines measures once and records; "exact" or
@@ -75,6 +76,10 @@ alpha = 0.01
 name = "main"
 command = ["{exe}"]
 timeout = 600
+# The overhead check's counted runs go through valgrind, 50-120 times slower;
+# a check counts again whenever the allocation changes, so give them about a
+# fiftieth of the work (else they run the full command):
+# overhead_args = ["SMALLER", "ARGUMENTS"]
 """
 
 GATE = """\

@@ -93,7 +93,7 @@ def run_env(bench, d: dict) -> tuple:
     """(extra environment, argv[0]) of one dithered run."""
     rp = _runparam(runner.bench_env(bench))
     value = (rp + "," if rp else "") + f"s={d['minor_heap_words']}"
-    return {"OCAMLRUNPARAM": value}, padded_argv0(bench.command[0], d["argv_pad_words"])
+    return {"OCAMLRUNPARAM": value}, padded_argv0(runner.program_argv0(bench), d["argv_pad_words"])
 
 
 def runs_wanted() -> int:

@@ -114,8 +114,14 @@ def schedule_draw(spec, what):
     rp = os.environ.get("OCAMLRUNPARAM", "")
     s = [x[2:] for x in rp.split(",") if x.startswith("s=")]
     # The interpreter's argv[0] as invoked (a dithered run pads it), not the
-    # script's path, which depends on where the checkout is.
-    key = f"{what}/{s[-1] if s else ''}/{len(sys.orig_argv[0])}/{spec['schedule'].get('shift', 0)}"
+    # script's path, which depends on where the checkout is.  The harness
+    # names the program relative to the run's directory (`../../usr/bin/..`,
+    # runner.program_argv0): its length is counted as the absolute path's,
+    # which does not depend on where the test runs.
+    a0 = sys.orig_argv[0]
+    n = a0.count("../")
+    length = len(a0) - 3 * n + (1 if n else 0)
+    key = f"{what}/{s[-1] if s else ''}/{length}/{spec['schedule'].get('shift', 0)}"
     return random.Random(key).uniform(-1.0, 1.0)
 
 

@@ -1,0 +1,161 @@
+"""What the gate itself costs: `check` and `update-baselines` on one benchmark,
+as wall-time ratios to one unprofiled run of it, measured in one run.
+
+    /usr/bin/python3 benchmarks/check_cost.py [--bench lists] [--size 17000]
+        [--variant benchmarks/tests/variants/lists_more.patch] [--old-harness DIR]
+
+The benchmark's program (built by `make benchmarks`) is copied into a
+scratch directory with a manifest that sets nothing but its command: a
+default manifest, as a new user writes it (no `overhead_args`, so the
+counted runs use the full command).  Then, one after the other:
+
+1. `update-baselines` (fresh: nothing to carry from), then again (the same
+   code: the count is carried);
+2. `check` of the same code (the default check);
+3. `check` of the benchmark with `--variant` applied (a change that
+   allocates more: the count must be made again, and the check fails);
+4. `check --overhead-info` with no patch id (nothing carried, timed pairs
+   and peak RSS): what a default check cost before this study;
+5. with `--old-harness DIR` (a copy of an older harness/), its default
+   check and update-baselines.
+
+The unit, one unprofiled run's wall time, is measured around each row (the
+median of 3 runs just before and 3 just after it: the shared machine's
+speed drifts over minutes); each figure is a step's wall time over it.
+The per-step breakdown comes from the report's `cost` entry (check) and
+the `wall time by step` line (update-baselines).  Prints a Markdown table.
+A benchmark, not a test: it asserts nothing.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PY = "/usr/bin/python3"
+OCAMLOPT = os.path.join(ROOT, "_build", "runtime", "bin", "ocamlopt")
+
+
+def patch_id() -> str:
+    with open(os.path.join(ROOT, "_build", "runtime", "patch-id")) as fh:
+        return fh.read().strip()
+
+
+def unit(exe: str, size: str, n: int = 5) -> list:
+    env = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
+    out = []
+    for _ in range(n):
+        t = time.monotonic()
+        subprocess.run([exe, size], env=env, stdout=subprocess.DEVNULL, check=True)
+        out.append(time.monotonic() - t)
+    return out
+
+
+def harness(tmp, harness_dir, args, pid):
+    env = dict(os.environ, PYTHONPATH=harness_dir, MEMPROF_CI_PATCH_ID=pid)
+    env.pop("MEMPROF_CI_SCHEDULE_RUNS", None)
+    t = time.monotonic()
+    r = subprocess.run([PY, "-m", "memprof_ci", *args], cwd=tmp, env=env,
+                       capture_output=True, text=True)
+    return time.monotonic() - t, r
+
+
+def steps_of_update(stdout: str) -> dict:
+    for line in stdout.splitlines():
+        if "wall time by step:" in line:
+            parts = line.split("wall time by step:")[1].split(";")[0].split(",")
+            return {p.rsplit(" ", 2)[0].strip(): float(p.rsplit(" ", 2)[1]) for p in parts}
+    return {}
+
+
+def steps_of_check(tmp, rep, name) -> dict:
+    with open(os.path.join(tmp, rep, "report.json")) as fh:
+        b = json.load(fh)["benchmarks"][name]
+    return dict(b.get("cost") or {}), (b.get("overhead") or {}).get("obtained")
+
+
+def build_variant(bench: str, patch: str, out: str) -> None:
+    with tempfile.TemporaryDirectory() as d:
+        shutil.copy(os.path.join(ROOT, "benchmarks", f"{bench}.ml"), d)
+        subprocess.run(["patch", "-s", "-p0", "-i", os.path.abspath(patch)], cwd=d, check=True)
+        subprocess.run([OCAMLOPT, "-g", "-o", out, f"{bench}.ml"], cwd=d, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", default="lists")
+    ap.add_argument("--size", default="17000")
+    ap.add_argument("--variant", default=os.path.join(ROOT, "benchmarks", "tests", "variants",
+                                                      "lists_more.patch"))
+    ap.add_argument("--old-harness", metavar="DIR")
+    ap.add_argument("--overhead-args", metavar="ARG", help="the manifest's overhead_args "
+                    "(one argument; default: none, the counted runs use the command)")
+    args = ap.parse_args()
+    pid = patch_id()
+    new = os.path.join(ROOT, "harness")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="check-cost.") as tmp:
+        exe = os.path.join(tmp, "prog.exe")
+        orig = os.path.join(ROOT, "_build", "benchmarks", f"{args.bench}.exe")
+        shutil.copy(orig, exe)
+        variant = os.path.join(tmp, "variant.exe")
+        build_variant(args.bench, args.variant, variant)
+        with open(os.path.join(tmp, "benchmarks.toml"), "w") as fh:
+            fh.write(f'[[benchmark]]\nname = "{args.bench}"\n'
+                     f'command = ["./prog.exe", "{args.size}"]\ntimeout = 300\n'
+                     + (f'overhead_args = ["{args.overhead_args}"]\n'
+                        if args.overhead_args else ""))
+        before = unit(exe, args.size)
+        man = ["--manifest", "benchmarks.toml", "--baselines", "baselines"]
+
+        def run(label, harness_dir, argv, rep=None, p=pid):
+            # The unit of this row: 3 unprofiled runs just before it and 3
+            # just after (the machine's speed drifts over minutes).
+            near = unit(exe, args.size, 3)
+            wall, r = harness(tmp, harness_dir, argv, p)
+            near += unit(exe, args.size, 3)
+            cost, how = (steps_of_check(tmp, rep, args.bench) if rep else
+                         (steps_of_update(r.stdout), None))
+            rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
+            print(f"{label}: {wall:.1f} s, exit {r.returncode}", file=sys.stderr)
+            if r.returncode not in (0, 1):
+                print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stderr)
+
+        run("update-baselines (fresh)", new, ["update-baselines", *man])
+        run("update-baselines (same code again)", new, ["update-baselines", *man])
+        run("check (same code)", new, ["check", *man, "--report-dir", "r1"], "r1")
+        shutil.copy(variant, exe)
+        run("check (allocation changed: " + os.path.basename(args.variant) + ")", new,
+            ["check", *man, "--report-dir", "r2"], "r2")
+        shutil.copy(orig, exe)
+        run("check --overhead-info, nothing carried (the former default)", new,
+            ["check", *man, "--overhead-info", "--report-dir", "r3"], "r3", p="")
+        if args.old_harness:
+            shutil.rmtree(os.path.join(tmp, "baselines"))
+            run("former harness: update-baselines", args.old_harness,
+                ["update-baselines", *man])
+            run("former harness: check", args.old_harness, ["check", *man])
+        after = unit(exe, args.size)
+    print(f"\nOne unprofiled run of `{args.bench}.exe {args.size}`: median "
+          f"{statistics.median(before):.3f} s before the steps, "
+          f"{statistics.median(after):.3f} s after; each row's unit is the median of 3 runs "
+          f"just before it and 3 just after\n")
+    print("| what | wall | unit | runs | exit | by step (runs) | overhead count |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for label, wall, rc, cost, how, u in rows:
+        steps = ", ".join(f"{k} {v / u:.1f}" for k, v in sorted(cost.items(),
+                                                                  key=lambda x: -x[1]))
+        print(f"| {label} | {wall:.1f} s | {u:.3f} s | {wall / u:.1f} | {rc} | {steps or '-'} | "
+              f"{(how or {}).get('count', '-')} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

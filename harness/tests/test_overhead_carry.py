@@ -1,0 +1,150 @@
+"""A check carries the baseline's counted overhead only when nothing that
+decides it changed (overhead_carry.py), and a change cannot skip a count
+its own change made necessary (the gate's threat model: the pull request
+controls its code, its manifest's `command`, `env` and `overhead_args`,
+and its run directories).
+
+The fake benchmark of test_overhead_verdict.py: its allocation is the spec
+file's, which a "change" edits with the command unchanged; `--profiled-cost`
+makes each profiled run do more work, which only a count can see.
+"""
+
+import json
+
+from harness_testlib import FAKE, PY, cli, spec_sites, write_json
+
+PATCH = {"MEMPROF_CI_PATCH_ID": "1111222233334444"}
+
+
+def project(tmp_path, words=1e5, env='{ PYTHONHASHSEED = "0" }'):
+    spec = write_json(tmp_path / "costly.spec.json", {"sites": spec_sites([words, words / 4])})
+    args = ["-S", FAKE, spec, "--profiled-cost", str(tmp_path / "cost")]
+    (tmp_path / "benchmarks.toml").write_text(
+        "[defaults]\nrate = 1e-3\nseeds = [1, 2]\n\n"
+        "[[benchmark]]\nname = \"costly\"\nmode = \"sampled\"\n"
+        f"command = {json.dumps([PY, *args])}\n"
+        f"env = {env}\n")
+
+
+def update(tmp_path, env=PATCH):
+    r = cli(tmp_path, "update-baselines", "--manifest", "benchmarks.toml", timeout=600,
+            env_extra=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def check(tmp_path, rep, env=PATCH, *extra):
+    r = cli(tmp_path, "check", "--manifest", "benchmarks.toml", "--report-dir", rep, *extra,
+            timeout=600, env_extra=env)
+    b = json.load(open(tmp_path / rep / "report.json"))["benchmarks"]["costly"]
+    return r, b
+
+
+def md_row(tmp_path, rep):
+    return [x for x in open(tmp_path / rep / "report.md").read().splitlines()
+            if x.startswith("| costly |") and "cycles" in x][0]
+
+
+def test_an_unchanged_run_carries_the_count_and_says_so(tmp_path):
+    project(tmp_path)
+    r = update(tmp_path)
+    # update-baselines shows its progress, step by step, and where the time went.
+    assert "memprof-ci: benchmark 1 of 1 (costly): counted runs, " in r.stderr
+    assert "s elapsed" in r.stderr and "wall time by step: " in r.stdout
+    # Under valgrind the fake's full command costs far more than its
+    # profiled runs, and the manifest gives no smaller size: said so.
+    assert "its counted overhead runs took" in r.stderr and "`overhead_args`" in r.stderr
+    base = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
+    assert base["obtained"]["count"] == "counted"
+    assert base["counted"]["key"]["patch_id"] == PATCH["MEMPROF_CI_PATCH_ID"]
+    r, b = check(tmp_path, "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    o = b["overhead"]
+    assert o["obtained"]["count"] == "carried", o["obtained"]
+    assert "counted runs" not in b["cost"] and "seed runs" in b["cost"]
+    assert o["counted"] == base["counted"] and o["estimate"] == base["estimate"]
+    assert any("carried from the baseline" in n for n in b["notes"])
+    row = md_row(tmp_path, "rep")
+    assert "cycles, carried from the baseline" in row and "time not measured" in row
+    # update-baselines of the same code carries it too.
+    r = update(tmp_path)
+    again = json.load(open(tmp_path / "baselines" / "costly.json"))["overhead"]
+    assert again["obtained"]["count"] == "carried" and again["counted"] == base["counted"]
+    assert "counted runs" not in r.stdout.split("wall time by step: ")[1]
+
+
+def test_a_change_that_allocates_more_is_counted_and_its_cost_caught(tmp_path):
+    """The threat: a change that makes profiling costlier comes with a change
+    of what is allocated (more samples, other stacks, more live at exit).
+    Such a run counts again, and its extra cost fails the check."""
+    project(tmp_path)
+    update(tmp_path)
+    project(tmp_path, words=1.3e5)                        # the change: +30% words
+    (tmp_path / "cost").write_text("300000 0\n")          # ... profiling costs more
+    r, b = check(tmp_path, "rep")
+    o = b["overhead"]
+    assert o["obtained"]["count"] == "counted"
+    assert "allocated differently" in o["obtained"]["reason"]
+    assert "counted runs" in b["cost"]
+    assert b["checks"]["overhead"]["outcome"] == "failed", b["checks"]
+    assert r.returncode == 1 and "cycles, counted" in md_row(tmp_path, "rep")
+
+
+def test_what_decides_the_count_changed_so_it_is_counted(tmp_path):
+    """Same allocation; the runtime, the environment or the count's
+    arguments changed (the pull request's manifest says `env` and
+    `overhead_args`): counted, and the extra cost of profiling is caught."""
+    project(tmp_path)
+    update(tmp_path)
+    (tmp_path / "cost").write_text("300000 0\n")
+    r, b = check(tmp_path, "rep", {"MEMPROF_CI_PATCH_ID": "5555666677778888"})
+    assert b["overhead"]["obtained"]["count"] == "counted"
+    assert "patch_id changed" in b["overhead"]["obtained"]["reason"]
+    assert r.returncode == 1
+    project(tmp_path, env='{ PYTHONHASHSEED = "0", EXTRA = "1" }')
+    r, b = check(tmp_path, "rep2")
+    assert "env changed" in b["overhead"]["obtained"]["reason"] and r.returncode == 1
+    project(tmp_path)
+    r, b = check(tmp_path, "rep3", {"MEMPROF_CI_PATCH_ID": ""})
+    assert "patch id is not known" in b["overhead"]["obtained"]["reason"]
+    assert r.returncode == 1
+
+
+def test_a_run_directory_cannot_carry(tmp_path):
+    """`check --from-run` judges what a build job measured; only a count
+    is accepted there (a run directory saying "carried" is an error)."""
+    project(tmp_path)
+    update(tmp_path)
+    r = cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run",
+            timeout=600, env_extra=PATCH)
+    assert r.returncode == 0, r.stdout + r.stderr
+    p = tmp_path / "run" / "run.json"
+    doc = json.load(open(p))
+    assert doc["benchmarks"]["costly"]["overhead"]["obtained"]["count"] == "counted"
+    doc["benchmarks"]["costly"]["overhead"]["obtained"] = {"count": "carried",
+                                                           "reason": "trust me"}
+    p.write_text(json.dumps(doc))
+    r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
+            "--report-dir", "rep")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "overhead record of 'costly' was not counted in that run" in r.stdout + r.stderr
+
+
+def test_update_keeps_the_schedule_spread_only_for_the_same_allocation(tmp_path):
+    """update-baselines of unchanged code keeps the replaced baseline's
+    schedule spread (its dithered runs follow from the allocation on one
+    runtime); a change of allocation or of the runtime runs them again."""
+    project(tmp_path)
+    env = dict(PATCH, MEMPROF_CI_SCHEDULE_RUNS="2")
+    update(tmp_path, env)
+    first = json.load(open(tmp_path / "baselines" / "costly.json"))["schedule"]
+    r = update(tmp_path, env)
+    assert "kept from the replaced baseline" in r.stdout and "the schedule spread" in r.stdout
+    assert "schedule runs" not in r.stdout.split("wall time by step: ")[1]
+    assert json.load(open(tmp_path / "baselines" / "costly.json"))["schedule"] == first
+    project(tmp_path, words=1.3e5)
+    r = update(tmp_path, env)
+    assert "schedule runs" in r.stdout.split("wall time by step: ")[1]
+    assert "kept from the replaced baseline" not in r.stdout
+    r = update(tmp_path, dict(env, MEMPROF_CI_PATCH_ID="5555666677778888"))
+    assert "schedule runs" in r.stdout.split("wall time by step: ")[1]
