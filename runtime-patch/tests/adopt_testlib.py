@@ -30,6 +30,18 @@ def adopt_prefix() -> Path:
     return prefix
 
 
+def prefix_release() -> str:
+    """The OCaml release installed in the adopting prefix (`make test-runtime
+    OCAML_VERSION=5.3.0` tests a 5.3.0 one), or the default release while
+    the prefix is not built yet (adopt_prefix() then fails the test)."""
+    prefix = Path(os.environ.get("MEMPROF_CI_ADOPT_PREFIX", DEFAULT_PREFIX))
+    try:
+        return subprocess.run([str(prefix / "bin" / "ocamlc"), "-version"], capture_output=True,
+                              text=True, check=True, timeout=60).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return (ROOT / "runtime-patch" / "patches" / "default-version").read_text().strip()
+
+
 def clean_env(prefix: Path, **extra: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_REDIRECTING)}
     env["PATH"] = f"{prefix}/bin:{os.environ.get('PATH', '/usr/bin:/bin')}"

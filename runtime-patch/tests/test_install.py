@@ -13,11 +13,11 @@ import textwrap
 
 import pytest
 
-from adopt_testlib import ROOT, adopt_prefix, clean_env, patch_id, run
+from adopt_testlib import ROOT, adopt_prefix, clean_env, patch_id, prefix_release, run
 
-# The release `make install` and the adopt prefix build (the default one),
-# and the next patch release, for the opam stubs' version bounds.
-OCAML = (ROOT / "runtime-patch" / "patches" / "default-version").read_text().strip()
+# The release the adopt prefix holds, and the next patch release, for the
+# opam stubs' version bounds.
+OCAML = prefix_release()
 OCAML_NEXT = ".".join(OCAML.split(".")[:2] + [str(int(OCAML.split(".")[2]) + 1)])
 
 THREADS_PROG = textwrap.dedent("""\
