@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "benchmarks", "benchmarks.toml")
@@ -66,9 +67,22 @@ def profile_set(k: int) -> str:
     return run
 
 
+def timing_tolerance() -> str:
+    """The manifest's gc_timing_tolerance for its concurrent benchmarks (the
+    largest), which `compare`, having no manifest, is told: it applies it
+    to the benchmarks whose runs saw several schedules, as the check
+    applies each one's own."""
+    with open(MANIFEST, "rb") as fh:
+        doc = tomllib.load(fh)
+    default = doc.get("defaults", {}).get("gc_timing_tolerance", 0.10)
+    return str(max([b.get("gc_timing_tolerance", default) for b in doc.get("benchmark", [])
+                    if b.get("concurrent")] or [default]))
+
+
 def alarms(a: str, b: str, rep: str, what: str) -> list:
     """The alarms (benchmark::check) of `memprof-ci compare a b`."""
-    r = subprocess.run([*HARNESS, "compare", a, b, "--report-dir", rep], cwd=ROOT, env=ENV,
+    r = subprocess.run([*HARNESS, "compare", a, b, "--report-dir", rep,
+                        "--gc-timing-tolerance", timing_tolerance()], cwd=ROOT, env=ENV,
                        capture_output=True, text=True)
     if r.returncode not in (0, 1) or not os.path.exists(os.path.join(rep, "report.json")):
         raise SystemExit(f"aa_seeds: {what}: compare exited {r.returncode}: {r.stderr[-400:]}")
