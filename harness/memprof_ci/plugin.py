@@ -460,10 +460,11 @@ class MemprofPlugin:
 
 
 def _show(config, line: str) -> None:
-    """A progress line on stderr, past pytest's capture."""
+    """A progress line on stdout, past pytest's capture (stderr keeps an
+    error to its one line)."""
     cap = config.pluginmanager.getplugin("capturemanager")
     with cap.global_and_fixture_disabled() if cap else contextlib.nullcontext():
-        print(printable(line), file=sys.stderr, flush=True)
+        print(printable(line), file=sys.stdout, flush=True)
 
 
 def finish_report(ctx: Context, runner_exit: int | None = None) -> dict:

@@ -49,8 +49,8 @@ def test_an_unchanged_run_carries_the_count_and_says_so(tmp_path):
     project(tmp_path)
     r = update(tmp_path)
     # update-baselines shows its progress, step by step, and where the time went.
-    assert "memprof-ci: benchmark 1 of 1 (costly): counted runs, " in r.stderr
-    assert "s elapsed" in r.stderr and "wall time by step: " in r.stdout
+    assert "memprof-ci: benchmark 1 of 1 (costly): counted runs, " in r.stdout
+    assert "s elapsed" in r.stdout and "wall time by step: " in r.stdout
     # Under valgrind the fake's full command costs far more than its
     # profiled runs, and the manifest gives no smaller size: said so.
     assert "its counted overhead runs took" in r.stderr and "`overhead_args`" in r.stderr
