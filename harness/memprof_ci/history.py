@@ -93,9 +93,10 @@ def make_record(commit: str, time: int, subject: str, depth: int, patch_id: str 
         docs[name[:-5]] = V.load_json(path, "baseline", regular=True)
     if not docs:
         raise ConfigError(f"--baselines {baselines_dir}: no baselines to record")
-    if patch_id is None:
-        ids = {d.get("patch_id") for d in docs.values()}
-        patch_id = ids.pop() if len(ids) == 1 else None
+    # The runs' own id, when they agree, over the recording machine's runtime.
+    ids = {d.get("patch_id") for d in docs.values()}
+    if len(ids) == 1 and None not in ids:
+        patch_id = ids.pop()
     return {"format": FORMAT, "version": VERSION, "commit": commit, "time": int(time),
             "depth": int(depth), "subject": subject, "patch_id": patch_id, "benchmarks": docs,
             "accepted": sorted(set(accepted_names(report)) | set(changed)),
