@@ -18,9 +18,11 @@
  *    counting is off (registering is then skipped, and nothing reads
  *    the bits).
  * 2. Blocks that no OCaml allocation point made. Unmarshalled blocks
- *    carry CAML_POINT_UNMARSHAL (intern.c) and copies CAML_POINT_DUP
- *    (Obj.dup and Obj.with_tag, obj.c, which also serve {r with ...} on
- *    large records). Every other block the runtime allocates (C
+ *    carry CAML_POINT_UNMARSHAL (intern.c), as does the unused rest of
+ *    the minor-heap block a message that failed part way was read into
+ *    (one header over it, so the walk of design 4 steps over it), and
+ *    copies CAML_POINT_DUP (Obj.dup and Obj.with_tag, obj.c, which also
+ *    serve {r with ...} on large records). Every other block the runtime allocates (C
  *    primitives: caml_alloc_string, caml_copy_double, caml_make_vect,
  *    custom blocks, ...; a native allocation too large for the minor
  *    heap, caml_alloc_shr_check_gc) carries the id of the OCaml call

@@ -123,6 +123,23 @@ def test_counts_do_not_depend_on_the_minor_heap(known, tmp_path):
                                       "Array.make a 0")) in {k[:2] for k in allocated[1]}
 
 
+def test_a_message_that_fails_part_way_leaves_the_minor_heap_walkable(build, tmp_path):
+    """Marshal.from_bytes reads a small message into one minor-heap block
+    and cuts it into the message's blocks as it goes; a message that
+    fails after its first two blocks leaves the rest of that block
+    unused, over words whose bits are all set (the program fills the
+    heap with them first). The rest is counted as unmarshalled, and
+    every minor word is counted once."""
+    n = 40
+    exe = build("points_bad_marshal")
+    prof, _, res = profile(exe, n, rate=1e-4, tmp=tmp_path, points="on")
+    assert res.stdout.split() == ["failed"]
+    assert minor_words(prof) == prof["gc"]["minor_words"]
+    # n cons cells and n pairs, 6n words: the first cell and the first
+    # pair were cut before the failure, and the rest is one block.
+    assert points(prof)[("", 0, "(unmarshal)", 0)][:2] == [3, 6 * n]
+
+
 @pytest.mark.parametrize("runparam", RUNPARAMS)
 def test_counts_stay_exact_past_the_packed_counters_room(build, tmp_path, runparam):
     """Each point's minor counts are packed into one word and added up
