@@ -53,6 +53,13 @@
 # i.e. the trusted one, and /usr/bin/python3) unless MEMPROF_CI names another
 # executable.
 #
+# This script is the plumbing: it runs git, the helpers and the harness,
+# copies files, and writes what it observes as facts into WORK/facts; every
+# decision (the forced errors, the accept label's timing, which removed
+# baselines are restored, the reference and the drift section, the notes,
+# which report stands and the final status) is judge_policy.py's, asked
+# again whenever this script needs one (decide).
+#
 # Invariants:
 #   - trusted inputs (settings via --base-manifest, baselines) come from the
 #     base commit's git objects on pull_request events and from the tested
@@ -211,6 +218,7 @@ fi
 reference_py=(env "PYTHONPATH=$harness_path" /usr/bin/python3 "$here/reference.py")
 # judge.sh's own Markdown: every string through the harness's mdsafe.
 md_report=(env "PYTHONPATH=$harness_path" /usr/bin/python3 "$here/md_report.py")
+policy=(/usr/bin/python3 "$here/judge_policy.py")
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -225,6 +233,20 @@ abs_runs=()
 for d in "${run_dirs[@]}"; do
   case "$d" in /*) abs_runs+=("$d") ;; *) abs_runs+=("$PWD/$d") ;; esac
 done
+
+# What this script observes goes into $facts (judge_policy.py's input: one
+# NUL-terminated KEY=VALUE record each); every decision is the policy's.
+facts="$work/facts"
+: >"$facts"
+fact() {  # KEY VALUE...: one record per VALUE
+  local key=$1 value
+  shift
+  for value in "$@"; do printf '%s=%s\0' "$key" "$value" >>"$facts"; done
+}
+fact_lines() {  # KEY TEXT: one record per non-empty line of TEXT
+  local key=$1 line
+  while IFS= read -r line; do [ -z "$line" ] || fact "$key" "$line"; done <<<"$2"
+}
 
 # Any failure before the harness runs still leaves a report behind.
 fail() {
@@ -257,6 +279,43 @@ if [ "$is_pr" = 1 ]; then
 else
   base=$head
 fi
+fact pr "$is_pr"
+fact accept_label "$accept_label"
+fact baselines "$baselines"
+fact manifest "$manifest"
+fact base "$base"
+[ -z "$harness_dir" ] || fact harness_dir "$harness_dir"
+[ -z "$workflows_dir" ] || fact workflows_dir "$workflows_dir"
+fact run_dirs "${#run_dirs[@]}"
+[ -z "$expect_runs" ] || fact expect_runs "$expect_runs"
+fact overhead "$overhead"
+fact plan_result "$plan_result"
+fact build_result "$build_result"
+
+# The policy's decision on the facts so far: sets the d_* variables.
+decide() {
+  local rec
+  "${policy[@]}" "$facts" >"$work/decision" 2>"$work/policy.log" ||
+    fail "$(tail -n 1 "$work/policy.log")"
+  d_restore=() d_notes=() d_reference='' d_status='' d_report='' d_paragraph=''
+  while IFS= read -r -d '' rec; do
+    case "${rec%%=*}" in
+      propose) d_propose=${rec#*=} ;;
+      compose_accept) d_compose_accept=${rec#*=} ;;
+      restore) d_restore+=("${rec#*=}") ;;
+      reference) d_reference=${rec#*=} ;;
+      drift) d_drift=${rec#*=} ;;
+      drift_title) d_drift_title=${rec#*=} ;;
+      accept) d_accept=${rec#*=} ;;
+      forced_error) ;;  # already in status
+      note) d_notes+=("${rec#*=}") ;;
+      status) d_status=${rec#*=} ;;
+      report) d_report=${rec#*=} ;;
+      paragraph) d_paragraph=${rec#*=} ;;
+      *) fail "judge_policy.py printed an unknown key." ;;
+    esac
+  done <"$work/decision"
+}
 
 # The trusted side: settings and baselines of the base commit.
 base_root="$work/base"
@@ -276,89 +335,42 @@ extract "$head" "$pr_root" tested
 [ -f "$pr_root/$manifest" ] || fail "The tested commit $head has no manifest $manifest."
 base_has_manifest=0
 [ -f "$base_root/$manifest" ] && base_has_manifest=1
+fact base_has_manifest "$base_has_manifest"
 if [ "$base_has_manifest" = 0 ]; then
   mkdir -p "$(dirname "$base_root/$manifest")"
   cp "$pr_root/$manifest" "$base_root/$manifest"
-  notes+=("The base commit has no $manifest: the settings of this pull request's manifest were used (there were no trusted settings or baselines to protect yet).")
 fi
 
 changed_files() {  # PATH -> files under PATH/ that BASE...HEAD changes
   git_repo diff --name-only "${base}...${head}" -- "$1/"
 }
-list_files() {  # newline-separated names -> "`a`, `b`, ... and N more"
-  local bt=$'\x60' name shown='' count=0
-  while IFS= read -r name; do
-    [ -n "$name" ] || continue
-    count=$((count + 1))
-    if [ "$count" -le 20 ]; then shown+="${shown:+, }$bt${name//$bt/}$bt"; fi
-  done
-  if [ "$count" -gt 20 ]; then shown+=" and $((count - 20)) more"; fi
-  printf '%s\n' "$shown"
-}
-
 # The reference the run is judged against: main's recorded run of the
 # merge base (the pushed commit's first parent on pushes) or of its nearest
 # recorded first-parent ancestor, benchmark by benchmark (a benchmark whose
 # committed baseline or manifest entry changed since that record keeps its
-# committed baseline), else the committed baselines. Sets $reference, and
-# $drift_now/$drift_title for the drift section. Which benchmarks a pull
-# request's proposed baselines change is decided afterwards (compose).
-reference="$base_root/$baselines"
-drift_now=
-drift_title=
-choose_reference() {
-  if [ "$is_pr" = 0 ]; then
-    drift_now="$out/measured"
-    drift_title="Drift of this commit since the accepted baselines"
-  fi
+# committed baseline), else the committed baselines. Records what
+# reference.py find answered; the policy chooses the reference and the
+# drift section (decide). Which benchmarks a pull request's proposed
+# baselines change is decided afterwards (compose).
+find_reference() {
   [ -n "$runs_branch" ] || return 0
-  local data_ref="refs/remotes/origin/$runs_branch" from what found kind rec dist _n kept stale
+  local data_ref="refs/remotes/origin/$runs_branch" from found
   # The newest records, when origin can be reached; else what the checkout fetched.
   git_repo fetch --no-tags --quiet origin "+refs/heads/$runs_branch:$data_ref" >/dev/null 2>&1 || true
   if [ "$is_pr" = 1 ]; then
     from=$(git_repo merge-base "$base" "$head") || fail "Cannot find the merge base of $base and $head."
-    what="the merge base"
   else
     from=$(git_repo rev-parse --verify --quiet "$head^1") || from=
-    what="the pushed commit's first parent"
   fi
-  if [ -z "$from" ]; then
-    notes+=("Reference: the committed baselines (the fallback): the pushed commit has no parent.")
-    return 0
-  fi
+  fact reference_from "${from:--}"
+  [ -n "$from" ] || return 0
   found=$("${reference_py[@]}" find --repo "$repo" --data-ref "$data_ref" --runs-path "$runs_path" \
             --from "$from" --accepted "$base" --max-distance "$max_distance" \
             --committed-path "$baselines" --manifest "$manifest" --baselines "$base_root/$baselines" \
             --out "$work/reference" --record-out "$work/recorded" 2>"$work/reference.log") ||
     fail "Main's recorded runs ($runs_branch) cannot be used: $(tail -n 1 "$work/reference.log")"
-  IFS=$'\t' read -r kind rec dist _n kept stale <<<"$found"
-  if [ "$kind" = stale ]; then stale=$_n; fi
-  if [ "$kept" = - ]; then kept=; fi
-  if [ "$stale" = - ]; then stale=; fi
-  case "$kind" in
-    recorded)
-      reference="$work/reference"
-      if [ "$dist" = 0 ]; then
-        notes+=("Reference: main's recorded run of ${rec:0:12}, $what (distance 0). The verdict is this change's own effect; the drift of main since the accepted baselines is shown separately.")
-      else
-        notes+=("Reference: main's recorded run of ${rec:0:12}, the nearest recorded first-parent ancestor of $what (${from:0:12}), $dist commit(s) before it. The verdict is this change's own effect plus that of those $dist commit(s).")
-      fi
-      if [ -n "$kept" ]; then
-        notes+=("Main's recorded run has no measurement of $(printf '%s\n' "${kept//,/$'\n'}" | list_files): judged against the committed baseline.")
-      fi
-      if [ -n "$stale" ]; then
-        notes+=("The committed baseline or the manifest entry of $(printf '%s\n' "${stale//,/$'\n'}" | list_files) changed in content between main's recorded run (${rec:0:12}) and ${base:0:12}, so that run is not their accepted state: judged against the committed baseline.")
-      fi ;;
-    stale)
-      notes+=("Reference: the committed baselines (the fallback). The committed baselines or the manifest entries of every benchmark main's nearest recorded run (${rec:0:12}, $dist commit(s) before $what) measured changed in content before ${base:0:12}, so that run is not the accepted state.") ;;
-    none)
-      notes+=("Reference: the committed baselines (the fallback): ${found#none$'\t'}.") ;;
-    *) fail "reference.py printed an unexpected answer." ;;
-  esac
-  if [ "$is_pr" = 1 ] && [ -d "$work/recorded" ]; then
-    drift_now="$work/recorded"
-    drift_title="Drift of the base since the accepted baselines (main's recorded run of ${rec:0:12})"
-  fi
+  fact_lines found "$found"
+  if [ -d "$work/recorded" ]; then fact recorded_dir 1; fi
 }
 
 # The caller's extra arguments come first and from an allow-list: the
@@ -380,73 +392,41 @@ for d in "${abs_runs[@]}"; do
 done
 missing=()
 for d in "${run_dirs[@]}"; do [ -f "$d/run.json" ] || missing+=("$d"); done
-forced_error=0
-if [ -n "$expect_runs" ] && [ "$present" -ne "$expect_runs" ]; then forced_error=1; fi
-if [ "${#missing[@]}" -gt 0 ]; then
-  forced_error=1
-  notes+=("Incomplete run: expected ${expect_runs:-${#run_dirs[@]}} run director(ies) with a run.json, found $present; missing: $(printf '%s\n' "${missing[@]}" | list_files). The verdict is an error until every build job uploads its run.")
-elif [ "$forced_error" = 1 ]; then
-  notes+=("Incomplete run: expected $expect_runs run director(ies), got $present. The verdict is an error.")
-fi
+fact present "$present"
+fact missing "${missing[@]}"
 if [ "$overhead" = 1 ] && [ "$present" -gt 0 ]; then
   if unmeasured=$(/usr/bin/python3 "$here/unmeasured.py" "${abs_runs[@]}" 2>"$work/unmeasured.log"); then
-    if [ -n "$unmeasured" ]; then
-      forced_error=1
-      notes+=("The run has no overhead measurement for $(printf '%s\n' "$unmeasured" | list_files) (profiled with \`--no-overhead\`, or \`\"overhead\": null\` in run.json); this gate measures the overhead, so the verdict is an error.")
-    fi
+    fact_lines unmeasured "$unmeasured"
   else
-    forced_error=1
-    notes+=("The run's overhead measurements could not be read: $(tail -n 1 "$work/unmeasured.log"). The verdict is an error.")
+    fact unmeasured_error "$(tail -n 1 "$work/unmeasured.log")"
   fi
-fi
-if [ "$plan_result" != success ]; then
-  forced_error=1
-  notes+=("The plan job ended with '$plan_result' (see its log), so the build jobs did not run as planned. The verdict is an error.")
-fi
-if [ "$build_result" != success ]; then
-  forced_error=1
-  notes+=("A build job ended with '$build_result' (building, \`make test\` or profiling failed); see its log. The verdict is an error.")
 fi
 
 check+=(--manifest "$pr_root/$manifest" --base-manifest "$base_root/$manifest")
 
-accept=false
-bl_changed=
-label=false
-proposed=
 if [ "$is_pr" = 1 ]; then
   bl_changed=$(changed_files "$baselines") || fail "git diff ${base}...${head} failed (is the history deep enough?)"
+  fact_lines baselines_changed "$bl_changed"
   if [ -n "$bl_changed" ]; then
-    proposed="$pr_root/$baselines"
     echo "judge: this pull request changes $baselines/:" >&2
     printf '%s\n' "$bl_changed" | sed 's/^/  /' >&2
   fi
-  label=$("$here/has-label.py" --added-by-event "$accept_label") || {
-    forced_error=1
-    label=false
-    notes+=("The pull request's labels could not be read; the accept label was not honoured. The verdict is an error.")
-  }
-  if [ "$label" = earlier ]; then
-    notes+=("The label \`$accept_label\` is on this pull request, but it was added before the event that started this run (a push, another label, a reopening): it accepts only the commit it was added on, in the run its adding starts, so nothing is accepted here. To accept this commit, review it, then remove the label and add it again.")
+  if label=$("$here/has-label.py" --added-by-event "$accept_label"); then
+    fact label "$label"
+  else
+    fact label unreadable
   fi
   if [ -n "$harness_dir" ]; then
     h_changed=$(changed_files "$harness_dir") || fail "git diff ${base}...${head} failed"
-    if [ -n "$h_changed" ]; then
-      n=$(printf '%s\n' "$h_changed" | wc -l)
-      notes+=("This pull request changes the harness ($n file(s) under \`$harness_dir/\`: $(printf '%s\n' "$h_changed" | list_files)). The base branch's harness (${base:0:12}) judged it, not these changes; the build job profiled with them.")
-    fi
+    fact_lines harness_changed "$h_changed"
   fi
   if [ "${#build_paths[@]}" -gt 0 ]; then
     b_changed=$(git_repo diff --name-only "${base}...${head}" -- "${build_paths[@]}") || fail "git diff ${base}...${head} failed"
-    if [ -n "$b_changed" ]; then
-      notes+=("This pull request changes what builds or measures the benchmarks in the build job ($(printf '%s\n' "$b_changed" | list_files)). The build job ran these changes, so the measurements come from them: review them before trusting this verdict.")
-    fi
+    fact_lines build_changed "$b_changed"
   fi
   if [ -n "$workflows_dir" ]; then
     w_changed=$(changed_files "$workflows_dir") || fail "git diff ${base}...${head} failed"
-    if [ -n "$w_changed" ]; then
-      notes+=("This pull request changes \`$workflows_dir/\` ($(printf '%s\n' "$w_changed" | list_files)). GitHub runs a pull request's own workflow files, so those changes were in effect for this run: review them before trusting this verdict.")
-    fi
+    fact_lines workflows_changed "$w_changed"
   fi
 fi
 # Every benchmark the tested manifest runs needs a baseline in the tested
@@ -458,76 +438,54 @@ sets_args=(--pr-manifest "$pr_root/$manifest" --pr-baselines "$pr_root/$baseline
 if [ "$base_has_manifest" = 1 ]; then sets_args+=(--base-manifest "$base_root/$manifest"); fi
 sets=$(/usr/bin/python3 "$here/bench_sets.py" "${sets_args[@]}" 2>"$work/sets.log") ||
   fail "Cannot compare the benchmarks of $manifest with $baselines/: $(tail -n 1 "$work/sets.log")"
-unbaselined=$(printf '%s\n' "$sets" | sed -n 's/^unbaselined //p')
-untrusted=$(printf '%s\n' "$sets" | sed -n 's/^untrusted //p')
-removed=$(printf '%s\n' "$sets" | sed -n 's/^removed //p')
-if [ -n "$unbaselined" ]; then
-  forced_error=1
-  notes+=("Benchmarks without a baseline in $(if [ "$is_pr" = 1 ]; then echo "this pull request"; else echo "this commit"; fi) ($(printf '%s\n' "$unbaselined" | list_files)): every benchmark the manifest runs needs one, or nothing judges it. Commit the output of \`make update-baselines\` (\`memprof-ci update-baselines -k NAME\`). The verdict is an error.")
-fi
+fact_lines sets "$sets"
+decide
+proposed=
+if [ "$d_propose" = 1 ]; then proposed="$pr_root/$baselines"; fi
 # A benchmark with a trusted baseline that the pull request drops from its
 # manifest and whose baseline it deletes (removed, or renamed: removed +
 # new) is "removed" for the harness. Only the accept label honours that
 # deletion (a deletion is a change of content, so the label then accepts);
-# without it the deletion is undone before anything else reads the
-# proposed baselines, and the benchmark fails as missing.
-if [ -n "$removed" ] && [ -n "$proposed" ]; then
-  if [ "$label" = true ]; then
-    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline; the label \`$accept_label\` accepts the removal.")
-  else
-    restored="$work/proposed"
-    mkdir -p "$restored"
-    cp -- "$proposed"/*.json "$restored"/ 2>/dev/null || true
-    while IFS= read -r name; do cp -- "$base_root/$baselines/$name.json" "$restored/"; done <<<"$removed"
-    proposed=$restored
-    notes+=("This pull request removes (or renames) $(printf '%s\n' "$removed" | list_files), which had a trusted baseline: a benchmark leaves the gate only with the label \`$accept_label\`, so it is judged as missing.")
-  fi
+# without it the policy has the deletion undone before anything else reads
+# the proposed baselines, and the benchmark fails as missing.
+if [ "${#d_restore[@]}" -gt 0 ]; then
+  restored="$work/proposed"
+  mkdir -p "$restored"
+  cp -- "$proposed"/*.json "$restored"/ 2>/dev/null || true
+  for name in "${d_restore[@]}"; do cp -- "$base_root/$baselines/$name.json" "$restored/"; done
+  proposed=$restored
 fi
-choose_reference
+find_reference
+decide
+reference="$base_root/$baselines"
+if [ "$d_reference" = recorded ]; then reference="$work/reference"; fi
 # Which benchmarks the pull request's proposed baselines really change
 # (parsed content, reference.py compose), and the directories each pass of
 # the harness judges with: main's recorded run stays the reference of every
 # other benchmark.
 compose_args=(compose --committed "$base_root/$baselines" --reference "$reference" --out "$work/compose")
 if [ -n "$proposed" ]; then compose_args+=(--proposed "$proposed"); fi
-if [ "$label" = true ]; then compose_args+=(--accept); fi
+if [ "$d_compose_accept" = 1 ]; then compose_args+=(--accept); fi
 changed=$("${reference_py[@]}" "${compose_args[@]}" 2>"$work/compose.log") ||
   fail "Cannot compare the proposed baselines with the committed ones: $(tail -n 1 "$work/compose.log")"
-changed=$(printf '%s\n' "$changed" | sed -n 's/^changed //p')
-if [ -n "$bl_changed" ] && [ -z "$changed" ]; then
-  notes+=("This pull request changes files under \`$baselines/\` but no baseline's content (only its formatting): nothing to accept, and the reference is what it would be without those changes.")
-fi
-if [ "$label" = true ] && [ -n "$changed" ]; then
-  accept=true
-  notes+=("The label \`$accept_label\` was added to this pull request by the event that started this run: regressions of benchmarks whose proposed baseline changed ($(printf '%s\n' "$changed" | list_files)) and matches what this code measures are accepted, against their committed baselines; every other benchmark keeps its reference.")
-elif [ "$label" = true ]; then
-  notes+=("The label \`$accept_label\` is on this pull request, but it changes no baseline's content under \`$baselines/\`: there is nothing to accept (commit the output of update-baselines first).")
-fi
-if [ -n "$untrusted" ]; then
-  if [ "$accept" = true ]; then
-    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline; the label \`$accept_label\` makes this pull request's baseline the reference (it must match what the code measures).")
-  else
-    forced_error=1
-    notes+=("The base branch runs $(printf '%s\n' "$untrusted" | list_files) without a trusted baseline, so nothing judges this pull request's code there; the baseline it proposes becomes the reference only with the label \`$accept_label\`. The verdict is an error.")
-  fi
-fi
+fact composed 1
+fact_lines compose "$changed"
 strict=
-if [ -d "$work/compose/strict" ]; then
-  strict="$work/compose/strict"
-  notes+=("This pull request changes the baseline of $(printf '%s\n' "$changed" | list_files) without the label \`$accept_label\`: judged against main's recorded run and against the committed baseline, and the stricter verdict stands.")
-fi
+if [ -d "$work/compose/strict" ]; then strict="$work/compose/strict"; fact strict 1; fi
+decide
+notes+=("${d_notes[@]}")
 proposed=
 if [ -d "$work/compose/proposed" ]; then proposed="$work/compose/proposed"; fi
 check_ref="$work/compose/reference"
 common=()
 if [ -n "$proposed" ]; then common+=(--proposed-baselines "$proposed"); fi
 if [ "$overhead" = 0 ]; then common+=(--no-overhead); fi
-if [ "$accept" = true ]; then common+=(--accept-changes); fi
+accept=false
+if [ "$d_accept" = 1 ]; then accept=true; common+=(--accept-changes); fi
 for n in "${notes[@]}"; do common+=(--note "$n"); done
 echo "judge: accept-changes=$accept" >&2
 
-verdict_word() { case "$1" in 0) echo "a pass" ;; 1) echo "a regression" ;; *) echo "an error" ;; esac; }
-run_check() {  # REFERENCE REPORT_DIR [ARG...]: one pass of the harness; its status
+run_check() {  # REFERENCE REPORT_DIR [ARG...]: one pass of the harness; its exit status
   local ref=$1 dir=$2 st
   shift 2
   local argv=("${check[@]}" --baselines "$ref" "$@" "${common[@]}" --report-dir "$dir")
@@ -537,38 +495,38 @@ run_check() {  # REFERENCE REPORT_DIR [ARG...]: one pass of the harness; its sta
   "${harness[@]}" "${argv[@]}"
   st=$?
   echo "judge: memprof-ci check exited with status $st"
-  case "$st" in 0|1) return "$st" ;; *) return 2 ;; esac
+  return "$st"
 }
 if [ "$present" -gt 0 ]; then
   run_check "$check_ref" "$out" --measured-dir "$out/measured"
-  status=$?
+  fact run_exit "$?"
   if [ -n "$strict" ]; then
     # The same run against the committed baselines of the changed
-    # benchmarks: the worse of the two verdicts stands (an error over a
-    # regression over a pass), with the report that gave it.
+    # benchmarks: the policy says whose report stands (the worse verdict).
     run_check "$strict" "$work/strict-report"
-    strict_status=$?
-    run_status_a=$status
-    if [ "$strict_status" -gt "$status" ]; then
-      status=$strict_status
-      for f in report.md report.json report.html junit.xml; do
-        rm -f "$out/$f"
-        if [ -f "$work/strict-report/$f" ]; then cp -- "$work/strict-report/$f" "$out/$f"; fi
-      done
-      "${md_report[@]}" para "This report judges $(printf '%s\n' "$changed" | list_files) against the committed baselines: the stricter verdict of the two (against main's recorded run the verdict was $(verdict_word "$run_status_a"))." >>"$out/report.md"
-    else
-      "${md_report[@]}" para "Against the committed baselines of $(printf '%s\n' "$changed" | list_files) the verdict was $(verdict_word "$strict_status"): this report, against main's recorded run, is the stricter one." >>"$out/report.md"
-    fi
+    fact strict_exit "$?"
   fi
+  decide
+  if [ "$d_report" = strict ]; then
+    for f in report.md report.json report.html junit.xml; do
+      rm -f "$out/$f"
+      if [ -f "$work/strict-report/$f" ]; then cp -- "$work/strict-report/$f" "$out/$f"; fi
+    done
+  fi
+  if [ -n "$d_paragraph" ]; then "${md_report[@]}" para "$d_paragraph" >>"$out/report.md"; fi
 else
-  status=2
   "${md_report[@]}" error "No build job uploaded a run directory with a run.json." "${notes[@]}" \
     >"$out/report.md" ||
     printf '## memprof-ci could not judge this run\n\nSee the job log.\n' >"$out/report.md"
   rm -f "$out/report.json"
 fi
+drift_now=
+case "$d_drift" in
+  measured) drift_now="$out/measured" ;;
+  recorded) drift_now="$work/recorded" ;;
+esac
 if [ -n "$drift_now" ] && [ -d "$drift_now" ] && [ -f "$out/report.md" ]; then
-  if "${reference_py[@]}" drift --title "$drift_title" "$base_root/$baselines" "$drift_now" \
+  if "${reference_py[@]}" drift --title "$d_drift_title" "$base_root/$baselines" "$drift_now" \
        >"$work/drift.md" 2>"$work/drift.log"; then
     cp -- "$work/drift.md" "$out/drift.md"
     cat "$work/drift.md" >>"$out/report.md"
@@ -584,7 +542,7 @@ for d in "${run_dirs[@]}"; do
       mkdir -p "$out/traces" && cp -- "$f" "$out/traces/"
     done
 done
-if [ "$forced_error" = 1 ]; then status=2; fi
+status=$d_status
 
 set +e
 resume_commands
