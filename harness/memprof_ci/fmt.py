@@ -151,6 +151,22 @@ def rss_text(r) -> str:
     return "" if b is None else f"peak RSS {b / 2**20:+.1f} MB"
 
 
+def overhead_brief(o) -> str:
+    """An overhead record in about 40 characters, as the status tables show
+    it: the counted estimate (marked when carried from the baseline) and its
+    limit; the full line (overhead_text) is in report.json, report.html and
+    the terminal's -v."""
+    est = num_of(o, "estimate")
+    if est is None or None in (num_of(o, "ci_low"), num_of(o, "ci_high")):
+        return "-"
+    how = o.get("obtained")
+    carried = isinstance(how, dict) and how.get("count") == "carried"
+    s = (f"{est:+.2%} cycles" if isinstance(o.get("counted"), dict) else f"{est:+.1%}") + \
+        (", carried" if carried else "")
+    thr = num_of(o, "threshold")
+    return s + (f" (limit {thr:+.2%})" if thr is not None else "")
+
+
 def overhead_text(o) -> str:
     """An overhead record as one line: the counted estimate (its range when
     counted several times), the threshold and its basis, then time."""

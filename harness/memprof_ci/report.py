@@ -20,8 +20,8 @@ by report_retention.py.  report_html.py renders the same dictionary as HTML.
 from __future__ import annotations
 
 from . import mdsafe, report_retention
-from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_text,
-                  site_name, worst_first)
+from .fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
+                  overhead_text, site_name, worst_first)
 from .report_doc import CHECKS
 
 STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
@@ -143,12 +143,13 @@ def power_cell(b: dict) -> str:
     return f"{fmt_mde(p['largest_mde'])}..{fmt_mde(p['worst_mde'])}"
 
 
-def _overhead_cell(b: dict, md: bool = False) -> str:
-    """overhead_text, marked when the overhead check failed."""
+def _overhead_cell(b: dict, md: bool = False, full: bool = False) -> str:
+    """overhead_brief (overhead_text when `full`), marked when the overhead
+    check failed."""
     o = b.get("overhead")
     if not o:
         return "-"
-    s = overhead_text(o)
+    s = overhead_text(o) if full else overhead_brief(o)
     outcome = b.get("checks", {}).get("overhead", {}).get("outcome")
     if outcome in ("failed", "accepted"):
         mark = {"failed": ("❌ " if md else "FAIL "), "accepted": ("☑️ " if md else "accepted ")}
@@ -257,7 +258,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
-                    + [power_cell(b), _overhead_cell(b)])
+                    + [power_cell(b), _overhead_cell(b, full=verbose)])
     peaks = peak_lines(report)
     if peaks:
         out.append("")
@@ -389,7 +390,7 @@ def _md_verdict_tables(report: dict) -> list:
         out.append("### Benchmarks")
         out.append("")
         out.append("| benchmark | alloc sites | GC totals | live at exit | live at peak "
-                   "| detects (80% power) | overhead (est. cycles; time) |")
+                   "| detects (80% power) | overhead (est. cycles) |")
         out.append("|---|:-:|:-:|:-:|:-:|--:|--:|")
         for name, b in sorted(report["benchmarks"].items()):
             cells = [_check_cell(b, c, True) for c in STATUS_CHECKS]
