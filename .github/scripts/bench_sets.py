@@ -39,6 +39,8 @@ import re
 import sys
 import tomllib
 
+from capped_read import read_capped
+
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 MAX_MANIFEST_BYTES = 4 << 20
 
@@ -48,13 +50,7 @@ class BadInput(Exception):
 
 
 def manifest_names(path):
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_MANIFEST_BYTES + 1)
-    except OSError as err:
-        raise BadInput(f"{path}: {err.strerror}") from None
-    if len(raw) > MAX_MANIFEST_BYTES:
-        raise BadInput(f"{path}: larger than {MAX_MANIFEST_BYTES} bytes")
+    raw = read_capped(path, MAX_MANIFEST_BYTES, BadInput)
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as err:

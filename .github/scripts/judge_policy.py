@@ -66,6 +66,7 @@ import sys
 from dataclasses import dataclass
 
 import judge_notes as say
+from capped_read import read_capped
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SETS_KINDS = ("unbaselined", "untrusted", "removed")
@@ -234,14 +235,7 @@ def facts_from_bytes(raw, where):
 
 
 def read_facts(path):
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FACTS_BYTES + 1)
-    except OSError as err:
-        raise BadFacts(f"{path}: {err.strerror}") from None
-    if len(raw) > MAX_FACTS_BYTES:
-        raise BadFacts(f"{path}: larger than {MAX_FACTS_BYTES} bytes")
-    return facts_from_bytes(raw, path)
+    return facts_from_bytes(read_capped(path, MAX_FACTS_BYTES, BadFacts), path)
 
 
 # ---------------------------------------------------------------- the policy
