@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from . import __version__
-from .manifest import EXACT_MIN_EFFECT, SETTINGS
+from .inputs.manifest import EXACT_MIN_EFFECT, SETTINGS
 
 
 def _add_run_options(p, check: bool, profile: bool = False):

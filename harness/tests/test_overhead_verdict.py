@@ -19,7 +19,7 @@ import pytest
 
 from harness_testlib import FAKE, PY, cli, spec_sites, write_json
 
-from memprof_ci import overhead
+from memprof_ci.measure import overhead
 from memprof_ci.errors import InputError
 
 
@@ -254,8 +254,8 @@ def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
     """The pairs of a machine slowed down in phases lined up with one side
     (two speeds, 0.28 s and 0.50 s): their median ratio would read as a
     precise -39%; the report shows the range of the pairs instead."""
-    from memprof_ci import overhead_time
-    from memprof_ci.fmt import overhead_text
+    from memprof_ci.measure import overhead_time
+    from memprof_ci.text.fmt import overhead_text
     off = [0.51, 0.51, 0.29, 0.50, 0.28, 0.30, 0.50]
     on = [0.30, 0.29, 0.52, 0.29, 0.28, 0.30, 0.29]
     t = overhead_time.with_summary({"runs": 7, "first_rounds": 7, "cpu_on_s": on,
