@@ -27,7 +27,7 @@ from harness_testlib import REPO
 PKG = os.path.join(REPO, "harness", "memprof_ci")
 MAX_FOLDER_MODULES = 12
 MAX_MODULE_LINES = 500
-MAX_FUNCTION_LINES = 100
+MAX_FUNCTION_LINES = 80
 SELF_NAMES = ("self", "cls")
 # Folder -> its layer; a folder imports only from folders of a lower layer.
 LAYERS = {"text": 0, "inputs": 1, "sites": 2, "decide": 3, "measure": 4, "store": 5,

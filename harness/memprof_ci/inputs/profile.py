@@ -397,3 +397,12 @@ def profile_files(directory: str) -> list[str]:
     except OSError as e:
         raise InputError(f"{directory}: cannot list directory: {e}") from None
     return [os.path.join(directory, n) for n in names]
+
+
+def check_totals(totals, total: int, live_total: int, peak_total: int, path: str) -> None:
+    """The profile's totals equal the sums over its stacks (InputError)."""
+    if totals is not None and (totals.get("samples") != total
+                               or totals.get("live_samples") != live_total
+                               or totals.get(PEAK_KEY, peak_total) != peak_total):
+        raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
+                         f"stacks (truncated file?); regenerate it with the memprof-ci runtime")

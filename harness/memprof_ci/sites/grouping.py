@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from . import point_sites
 from ..errors import InputError
 from ..inputs.profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, LIVE_UNDECIDED, PEAK_KEY, SAMPLES,
-                              WORD_BYTES, Profile, check_frames, explain_bad_stack, gc_paused,
-                              load_profile, peak_of, stack_counts, stack_frames)
+                              WORD_BYTES, Profile, check_frames, check_totals,
+                              explain_bad_stack, gc_paused, load_profile, peak_of, stack_counts,
+                              stack_frames)
 from .keys import is_generated, norm_file, site_label
 from ..inputs.manifest import GROUPINGS
 
@@ -221,6 +222,54 @@ def _charge_key(frame: dict, by_line: bool) -> str:
                       frame["line"] if by_line else None)
 
 
+def _stack_shape(cache: dict, st, i: int, path: str, grouping: str):
+    """A stack's frames and what its frame sequence decides, cached by the
+    sequence of (function, file): (frames, (idx, file, function, via, key,
+    labels, pos, charged caller's index)).  Checks the frames once per
+    distinct sequence, and a line that is not an int every time."""
+    frames = stack_frames(st, i, path)
+    try:
+        sig = tuple(map(_NAMES, frames))
+    except (KeyError, TypeError):
+        check_frames(frames, i, path)
+        raise
+    c = cache.get(sig)
+    if c is None:
+        check_frames(frames, i, path)
+        idx, fl, fn, via = classify(frames, grouping)
+        labels, pos = stack_labels(sig, idx)
+        c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl),
+                          labels, pos, charged_caller(frames, idx))
+    if c[0] is not None:
+        line = frames[c[0]]["line"]
+        if line is not None and type(line) is not int:
+            check_frames(frames, i, path)
+    return frames, c
+
+
+def _add_pair(acc: dict, key, n: int, live: int) -> None:
+    """acc[key] += [n, live]."""
+    t = acc.setdefault(key, [0, 0])
+    t[0] += n
+    t[1] += live
+
+
+def _add_to_site(a: list, n: int, live: int, line, via) -> None:
+    """A stack's samples and live samples into its site's compact tuple
+    (a[4], a[5]) and their lines (a[6], a[7]) and "via" (a[8])."""
+    a[4] += n
+    a[5] += live
+    if n:
+        d = a[6]
+        d[line] = d.get(line, 0) + n
+        if via:
+            d = a[8]
+            d[via] = d.get(via, 0) + n
+    if live:
+        d = a[7]
+        d[line] = d.get(line, 0) + live
+
+
 def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=None,
                   inner: dict | None = None):
     """Site counts of one profile's stacks: (compact site tuples, samples, live).
@@ -248,73 +297,35 @@ def _group_stacks(stacks: list, grouping: str, path: str = "profile", totals=Non
         vals = stack_counts(st)
         if vals is None:
             explain_bad_stack(st, i, path)
-        frames = stack_frames(st, i, path)
-        try:
-            sig = tuple(map(_NAMES, frames))
-        except (KeyError, TypeError):
-            check_frames(frames, i, path)
-            raise
-        c = cache.get(sig)
-        if c is None:
-            check_frames(frames, i, path)
-            idx, fl, fn, via = classify(frames, grouping)
-            labels, pos = stack_labels(sig, idx)
-            c = cache[sig] = (idx, fl, fn, via, UNKNOWN if idx is None else site_label(fn, fl),
-                              labels, pos, charged_caller(frames, idx))
-        idx, fl, fn, via, key, labels, pos, cidx = c
+        frames, (idx, fl, fn, via, key, labels, pos, cidx) = _stack_shape(cache, st, i, path,
+                                                                           grouping)
         line = None
         if idx is not None:
             line = frames[idx]["line"]
-            if line is not None and type(line) is not int:
-                check_frames(frames, i, path)
             if by_line:
                 key = site_label(fn, fl, line)
         n, live = vals[SAMPLES], vals[LIVE]
         a = acc.get(key)
         if a is None:
             a = acc[key] = [key, fl, fn, line if by_line else None, 0, 0, {}, {}, {}, 0]
-        a[4] += n
-        a[5] += live
         pk = peak_of(st, i, path)
         if pk is None:
             has_peak = False
         else:
             a[9] += pk
             peak_total += pk
-        if n:
-            d = a[6]
-            d[line] = d.get(line, 0) + n
-            if via:
-                d = a[8]
-                d[via] = d.get(via, 0) + n
-        if live:
-            d = a[7]
-            d[line] = d.get(line, 0) + live
+        _add_to_site(a, n, live, line, via)
         if (n or live) and inner is not None and frames:
             f0 = frames[0]
-            ik = ((f0.get("file"), f0.get("line"), f0.get("col_start"), f0.get("col_end"),
-                   f0.get("function")), key if cidx is None else _charge_key(frames[cidx], by_line))
-            t = inner.get(ik)
-            if t is None:
-                inner[ik] = [n, live]
-            else:
-                t[0] += n
-                t[1] += live
+            _add_pair(inner, ((f0.get("file"), f0.get("line"), f0.get("col_start"),
+                               f0.get("col_end"), f0.get("function")),
+                              key if cidx is None else _charge_key(frames[cidx], by_line)),
+                      n, live)
         if n or live:
-            sk = (labels, key, pos)
-            t = st_acc.get(sk)
-            if t is None:
-                st_acc[sk] = [n, live]
-            else:
-                t[0] += n
-                t[1] += live
+            _add_pair(st_acc, (labels, key, pos), n, live)
         total += n
         live_total += live
-    if totals is not None and (totals.get("samples") != total
-                               or totals.get("live_samples") != live_total
-                               or totals.get(PEAK_KEY, peak_total) != peak_total):
-        raise InputError(f"{path}: malformed profile: totals do not equal the sum over "
-                         f"stacks (truncated file?); regenerate it with the memprof-ci runtime")
+    check_totals(totals, total, live_total, peak_total, path)
     return ([tuple(a) for a in acc.values()], total, live_total, st_acc,
             peak_total if has_peak else None)
 

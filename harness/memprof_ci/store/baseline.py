@@ -337,8 +337,9 @@ def _stacks(d, total: int, live_total: int):
     return out, (o_n, o_live)
 
 
-def parse_baseline(doc, path: str) -> Aggregate:
-    fix = "regenerate it with `memprof-ci update-baselines`"
+def _check_header(doc, path: str, fix: str) -> None:
+    """The document is a baseline of a format and profile version this
+    harness reads (InputError naming the file otherwise)."""
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError(f"{path}: not a memprof-ci baseline (format="
                          f"{doc.get('format') if isinstance(doc, dict) else None!r}); {fix}")
@@ -350,22 +351,50 @@ def parse_baseline(doc, path: str) -> Aggregate:
         raise InputError(f"{path}: baseline was made from profile format version "
                          f"{pv!r}, expected one of "
                          f"{', '.join(map(str, PROFILE_VERSIONS))}; {fix}")
+
+
+def _config(cfg) -> tuple:
+    """The baseline's config section, checked: (rate, seeds, frames)."""
+    if not isinstance(cfg, dict):
+        raise InputError("config must be an object")
+    rate = V.finite(cfg.get("rate"), "config.rate", lo=V.MIN_RATE, hi=1)
+    seeds = cfg.get("seeds")
+    if not (isinstance(seeds, list) and seeds and len(seeds) <= 10_000):
+        raise InputError("config.seeds must be a non-empty list")
+    for i, sd in enumerate(seeds):
+        V.count(sd, f"config.seeds[{i}]")
+    frames = V.count(cfg.get("frames"), "config.frames")
+    if cfg.get("grouping") not in GROUPINGS:
+        raise InputError(f"config.grouping must be one of {', '.join(GROUPINGS)}")
+    return rate, seeds, frames
+
+
+def _optional_sections(doc: dict, agg: Aggregate, meta: dict) -> None:
+    """The schedule, retainers, points and stacks sections, where present,
+    into the Aggregate and its meta."""
+    if doc.get("schedule") is not None:
+        meta["schedule"] = parse_schedule(doc["schedule"])
+    if doc.get("retainers") is not None:
+        meta["retainers"] = retention.parse_section(doc["retainers"])
+    if doc.get("points") is not None:
+        agg.points = point_sites.parse_section(doc["points"])
+    if doc.get("stacks") is not None:
+        agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
+                                               agg.total_live)
+        if agg.stacks is None:
+            meta["stacks_ignored"] = ("its stacks do not add up to its totals (edited by "
+                                      "hand?), so they were ignored")
+
+
+def parse_baseline(doc, path: str) -> Aggregate:
+    fix = "regenerate it with `memprof-ci update-baselines`"
+    _check_header(doc, path, fix)
     try:
         for k in ("benchmark", "config", "totals", "gc", "sites"):
             if k not in doc:
                 raise InputError(f"key `{k}` is missing")
         cfg = doc["config"]
-        if not isinstance(cfg, dict):
-            raise InputError("config must be an object")
-        rate = V.finite(cfg.get("rate"), "config.rate", lo=V.MIN_RATE, hi=1)
-        seeds = cfg.get("seeds")
-        if not (isinstance(seeds, list) and seeds and len(seeds) <= 10_000):
-            raise InputError("config.seeds must be a non-empty list")
-        for i, sd in enumerate(seeds):
-            V.count(sd, f"config.seeds[{i}]")
-        frames = V.count(cfg.get("frames"), "config.frames")
-        if cfg.get("grouping") not in GROUPINGS:
-            raise InputError(f"config.grouping must be one of {', '.join(GROUPINGS)}")
+        rate, seeds, frames = _config(cfg)
         totals = doc["totals"]
         if not isinstance(totals, dict):
             raise InputError("totals must be an object")
@@ -396,18 +425,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
                 "git_commit": V.text(doc.get("git_commit"), "git_commit", optional=True,
                                      limit=200),
                 "path": path}
-        if doc.get("schedule") is not None:
-            meta["schedule"] = parse_schedule(doc["schedule"])
-        if doc.get("retainers") is not None:
-            meta["retainers"] = retention.parse_section(doc["retainers"])
-        if doc.get("points") is not None:
-            agg.points = point_sites.parse_section(doc["points"])
-        if doc.get("stacks") is not None:
-            agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
-                                                   agg.total_live)
-            if agg.stacks is None:
-                meta["stacks_ignored"] = ("its stacks do not add up to its totals (edited by "
-                                          "hand?), so they were ignored")
+        _optional_sections(doc, agg, meta)
     except InputError as e:
         raise InputError(f"{path}: malformed baseline: {e}; {fix}") from None
     if sum(s.samples for s in sites.values()) != agg.total_samples or \
