@@ -228,7 +228,7 @@ DESTDIR ?=
 ADOPT_DIR := $(ROOT)/_build/adopt$(if $(filter $(DEFAULT_OCAML_VERSION),$(OCAML_VERSION)),,-$(OCAML_VERSION))
 ADOPT_PREFIX := $(ADOPT_DIR)/prefix
 ADOPT_STAMP := $(ADOPT_DIR)/installed
-INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh $(wildcard harness/memprof_ci/*.py)
+INSTALL_INPUTS := $(RUNTIME_INPUTS) runtime-patch/install-tools.sh $(wildcard harness/memprof_ci/*.py harness/memprof_ci/*/*.py)
 
 .PHONY: install adopt-prefix opam-check deps-adopt
 

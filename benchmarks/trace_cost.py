@@ -24,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 
-from memprof_ci.ctf_profile import load_ctf
-from memprof_ci.manifest import load_manifest
+from memprof_ci.inputs.ctf_profile import load_ctf
+from memprof_ci.inputs.manifest import load_manifest
 
 RATE = 1e-4
 COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")

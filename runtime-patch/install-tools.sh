@@ -134,8 +134,10 @@ harness_src=$(cd "$(dirname "$0")/../harness" && pwd)
 share="$dest/share/memprof-ci"
 mkdir -p "$share"
 stage=$(mktemp -d "$share/.harness.XXXXXX")
-mkdir "$stage/memprof_ci"
-cp "$harness_src"/memprof_ci/*.py "$stage/memprof_ci/"
+(cd "$harness_src" && find memprof_ci -name '*.py' -print) | while IFS= read -r f; do
+  mkdir -p "$stage/$(dirname "$f")"
+  cp "$harness_src/$f" "$stage/$f"
+done
 rm -rf "$share/harness"
 mv "$stage" "$share/harness"
 write "$dest/bin/memprof-ci" 0755 <<EOF

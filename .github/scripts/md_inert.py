@@ -8,7 +8,7 @@ are made inert by this one function.
 post_report.py posts report.md from an artifact that a pull request's code
 produced, with a token that can write comments: whatever that file says, the
 comment must not ping anyone, link anywhere, show images or carry HTML.  It
-cannot rely on the harness's own escaping (harness/memprof_ci/mdsafe.py, which
+cannot rely on the harness's own escaping (harness/memprof_ci/text/mdsafe.py, which
 it must not import), so it works on the document as a whole, without parsing
 it, by rules that hold in every Markdown context (text, code span, code
 block, table cell, raw HTML block) at once.  Standard library only.

@@ -8,7 +8,7 @@
                                             to a report the harness wrote)
 
 Run with PYTHONPATH naming the trusted harness: every string goes through
-memprof_ci.mdsafe.text(), the function the harness renders its own notes
+memprof_ci.text.mdsafe.text(), the function the harness renders its own notes
 and names with, so judge.sh has no Markdown path of its own (the job
 summary and the pull-request comment then pass the whole report through
 md_inert.inert()).
@@ -21,7 +21,7 @@ Exit 0, or 2 with one line on a bad command.
 """
 import sys
 
-from memprof_ci.mdsafe import MESSAGE_LIMIT, text
+from memprof_ci.text.mdsafe import MESSAGE_LIMIT, text
 
 HEADING = "## memprof-ci could not judge this run"
 

@@ -69,7 +69,7 @@ Invariants:
   - compose never lets a proposed file stand in for the reference: a
     proposed baseline reaches OUT/proposed only, and only when its content
     changed;
-  - every text this prints into Markdown goes through memprof_ci.mdsafe;
+  - every text this prints into Markdown goes through memprof_ci.text.mdsafe;
   - exit 0 on an answer, 2 on bad input; an internal error is exit 2 too.
 """
 import argparse
@@ -81,12 +81,12 @@ import sys
 import tempfile
 import tomllib
 
-from memprof_ci import atomicio
-from memprof_ci import baseline as bl
-from memprof_ci import history
+from memprof_ci.inputs import atomicio
+from memprof_ci.store import baseline as bl
+from memprof_ci.store import run_records as history
 from memprof_ci.errors import MemprofError
-from memprof_ci.fmt import fmt_bytes, fmt_pct
-from memprof_ci.mdsafe import printable, text
+from memprof_ci.text.fmt import fmt_bytes, fmt_pct
+from memprof_ci.text.mdsafe import printable, text
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 PATH_RE = re.compile(r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)*")

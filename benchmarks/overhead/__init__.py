@@ -59,7 +59,7 @@ directory must be importable):
 
 The study (`python3 -m overhead`) uses the standard library and the
 harness's stdlib-only modules (manifest, the runner's OCAMLMEMPROF value,
-memprof_ci.atomicio) only; benchmarks/tests/test_overhead_study.py checks
+memprof_ci.inputs.atomicio) only; benchmarks/tests/test_overhead_study.py checks
 that none of its modules loads numpy or scipy.  pairs.py, a separate script,
-uses the harness's statistics (memprof_ci.stats, hence scipy).
+uses the harness's statistics (memprof_ci.decide.stats, hence scipy).
 """

@@ -1,6 +1,6 @@
 """The overhead study's command line: options, the run, --reanalyse, outputs.
 
-main parses the options, loads the manifest with memprof_ci.manifest (the
+main parses the options, loads the manifest with memprof_ci.inputs.manifest (the
 harness's reader: same keys, same checks, same defaults), checks that every
 binary and tool is there, times each benchmark (phase 1), counts
 instructions (phase 2, unless --no-callgrind), summarises and writes
@@ -30,9 +30,9 @@ import sys
 import tempfile
 import time
 
-from memprof_ci.atomicio import write_atomic
+from memprof_ci.inputs.atomicio import write_atomic
 from memprof_ci.errors import ConfigError
-from memprof_ci.manifest import load_manifest
+from memprof_ci.inputs.manifest import load_manifest
 
 from .analysis import analyse_timing, summarise
 from .common import (CI_METHOD, DEFAULT_RATES, PROG, QUICK_RATES, SEED, T0,

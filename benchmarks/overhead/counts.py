@@ -1,7 +1,7 @@
 """Counted runs of one program, as the overhead check makes them, repeated.
 
-Job: show what the harness's overhead check counts (memprof_ci.counted,
-memprof_ci.overhead) for one program at one size and rate, and whether
+Job: show what the harness's overhead check counts (memprof_ci.measure.cachegrind,
+memprof_ci.measure.overhead) for one program at one size and rate, and whether
 repeated runs agree.  Runs the program RUNS times with profiling off and
 RUNS times on (OCAMLMEMPROF=rate=RATE,seed=1, the profile to standard
 output), each under cachegrind with the check's cache model, in the
@@ -23,8 +23,8 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
-from memprof_ci import counted  # noqa: E402
-from memprof_ci.runner import memprof_env_value  # noqa: E402
+from memprof_ci.measure import cachegrind as counted  # noqa: E402
+from memprof_ci.measure.runner import memprof_env_value  # noqa: E402
 from overhead import script_args  # noqa: E402
 
 

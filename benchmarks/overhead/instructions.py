@@ -6,7 +6,7 @@ tracker at 1e-4, stock binary) and, for the per-sample instruction cost,
 four more at `cost_scale` (C tracker off and at 1e-2, OCaml tracker off and
 at 1e-2), then forms the ratios C/off and patched/stock and the per-sample
 costs.
-Each run is memprof_ci.counted.count (the harness's overhead check counts
+Each run is memprof_ci.measure.cachegrind.count (the harness's overhead check counts
 the same way, with its cache simulation on), under callgrind without cache
 simulation, with valgrind's fair scheduling for a benchmark the manifest
 marks `concurrent`.
@@ -29,8 +29,8 @@ import shutil
 import statistics
 import time
 
-from memprof_ci import counted
-from memprof_ci.manifest import Benchmark
+from memprof_ci.measure import cachegrind as counted
+from memprof_ci.inputs.manifest import Benchmark
 
 from .common import CALLGRIND_RATE, COST_RATE, SEED, log
 from .programs import OCAML_LINE, base_env, c_profile_samples, variant_exes

@@ -7,11 +7,11 @@ without, in alternating order (profiled first on even pairs), and the
 ratio profiled / unprofiled is taken within the pair. Printed, with the
 load average at the end: for wall time and for CPU time (user + system,
 all threads) the median ratio, its distribution-free interval
-(memprof_ci.stats.paired_overhead_interval, the harness's own) and the
+(memprof_ci.decide.stats.paired_overhead_interval, the harness's own) and the
 range; the mean within-pair difference in system time, the kernel's
 share (page faults, the profile's write): the mean, as the kernel counts
 a process's system time in whole clock ticks, which a median would
-round; and the peak RSS of one more run a side (memprof_ci.overhead_rss).
+round; and the peak RSS of one more run a side (memprof_ci.measure.overhead_rss).
 
 Invariants: the program's output is discarded and its profile goes to a
 private temporary directory removed afterwards; a bad argument or a failed
@@ -39,8 +39,8 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
 from memprof_ci.errors import InfraError  # noqa: E402
-from memprof_ci.overhead_rss import peak_kb  # noqa: E402
-from memprof_ci.stats import paired_overhead_interval  # noqa: E402
+from memprof_ci.measure.overhead_rss import peak_kb  # noqa: E402
+from memprof_ci.decide.stats import paired_overhead_interval  # noqa: E402
 from overhead import script_args  # noqa: E402
 
 

@@ -18,7 +18,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from memprof_ci.atomicio import write_atomic
+from memprof_ci.inputs.atomicio import write_atomic
 
 from .common import pct, rate_key
 

@@ -1,6 +1,6 @@
 """The programs the overhead study runs and the environment it runs them in.
 
-Each benchmark of the manifest (a memprof_ci.manifest.Benchmark) has three
+Each benchmark of the manifest (a memprof_ci.inputs.manifest.Benchmark) has three
 builds: `patched` (its command's argv[0], built with the patched runtime),
 `ocamltracker` (the same program linked with the OCaml-level tracker, in
 the ocamltracker/ folder beside it) and `stock` (built with stock OCaml,
@@ -20,7 +20,7 @@ import re
 import shutil
 import subprocess
 
-from memprof_ci.manifest import Benchmark
+from memprof_ci.inputs.manifest import Benchmark
 
 from .common import StudyError
 

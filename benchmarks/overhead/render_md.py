@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 
-from memprof_ci.atomicio import write_atomic
+from memprof_ci.inputs.atomicio import write_atomic
 
 from .common import CALLGRIND_RATE, CI_METHOD, COST_RATE, SEED, fmt_ci, pct, rate_key
 

@@ -20,8 +20,8 @@ import shlex
 import statistics
 import subprocess
 
-from memprof_ci.manifest import Benchmark
-from memprof_ci.runner import memprof_env_value
+from memprof_ci.inputs.manifest import Benchmark
+from memprof_ci.measure.runner import memprof_env_value
 
 from .common import SEED, StudyError, rate_key
 from .programs import OCAML_LINE, ROOT, base_env, c_profile_samples

@@ -16,7 +16,7 @@ for d in (ROOT / "harness", ROOT / "benchmarks"):
     if str(d) not in sys.path:
         sys.path.insert(0, str(d))
 
-from memprof_ci.manifest import SETTINGS  # noqa: E402
+from memprof_ci.inputs.manifest import SETTINGS  # noqa: E402
 from overhead import analysis, cli, instructions  # noqa: E402
 from overhead.common import rate_key  # noqa: E402
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from . import __version__
-from .manifest import EXACT_MIN_EFFECT, SETTINGS
+from .inputs.manifest import EXACT_MIN_EFFECT, SETTINGS
 
 
 def _add_run_options(p, check: bool, profile: bool = False):
@@ -128,22 +128,8 @@ def _add_commit_commands(sub) -> None:
                     help="show the traceback of an internal error")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="memprof-ci",
-        description="Catch allocation regressions in OCaml programs. Exit codes: 0 no "
-                    "regression, 1 regression, 2 usage/configuration/infrastructure error.")
-    ap.add_argument("--version", action="version", version=f"memprof-ci {__version__}")
-    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
-    sub.required = True
-    _add_run_options(sub.add_parser("check", help="run benchmarks and compare with baselines"),
-                     True)
-    _add_run_options(sub.add_parser("update-baselines",
-                                    help="run benchmarks and rewrite their baselines"), False)
-    _add_run_options(sub.add_parser("profile",
-                                    help="run benchmarks and keep their profiles and overhead "
-                                         "in a run directory, for a separate judge "
-                                         "(check --from-run)"), False, profile=True)
+def _add_compare_commands(sub) -> None:
+    """compare and merge: commands that judge reports or profiles and run nothing."""
     c = sub.add_parser("compare", help="compare two profiles, profile directories or "
                                        "baselines without running anything (A = before, B = after)")
     c.add_argument("a", metavar="A")
@@ -171,6 +157,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directories holding a shard's report.json (or the JSON files)")
     m.add_argument("-v", "--verbose", action="count", default=0,
                    help="show the traceback of an internal error")
+
+
+def _add_planning_commands(sub) -> None:
+    """plan and init: what the settings detect, and the files to adopt memprof-ci."""
     pl = sub.add_parser("plan", help="what each benchmark's settings can detect, and the "
                                      "rate or seeds that would detect a target change")
     pl.add_argument("--manifest", default="benchmarks/benchmarks.toml")
@@ -200,6 +190,26 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--force", action="store_true",
                    help="replace the files init writes if they exist (nothing else is "
                         "touched or deleted)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="memprof-ci",
+        description="Catch allocation regressions in OCaml programs. Exit codes: 0 no "
+                    "regression, 1 regression, 2 usage/configuration/infrastructure error.")
+    ap.add_argument("--version", action="version", version=f"memprof-ci {__version__}")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+    sub.required = True
+    _add_run_options(sub.add_parser("check", help="run benchmarks and compare with baselines"),
+                     True)
+    _add_run_options(sub.add_parser("update-baselines",
+                                    help="run benchmarks and rewrite their baselines"), False)
+    _add_run_options(sub.add_parser("profile",
+                                    help="run benchmarks and keep their profiles and overhead "
+                                         "in a run directory, for a separate judge "
+                                         "(check --from-run)"), False, profile=True)
+    _add_compare_commands(sub)
+    _add_planning_commands(sub)
     _add_commit_commands(sub)
     vw = sub.add_parser("view", help="render one run (a profile, a CTF trace) as one "
                                      "self-contained HTML page")

@@ -39,7 +39,8 @@ from types import SimpleNamespace
 
 from harness_testlib import HERE, REPO
 
-from memprof_ci import schedule, stats
+from memprof_ci.measure import schedule
+from memprof_ci.decide import stats
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 COUNTERS = ("promoted_words", "major_words", "top_heap_words")

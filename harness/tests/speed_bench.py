@@ -19,13 +19,13 @@ import time
 import numpy as np
 from harness_testlib import make_profile
 
-from memprof_ci.atomicio import write_atomic
-from memprof_ci.baseline import dumps, to_document
-from memprof_ci.sides import load_side
-from memprof_ci.rows import site_rows
-from memprof_ci.verdict import decide
-from memprof_ci.report import render_markdown, render_terminal
-from memprof_ci.report_doc import new_report, to_json
+from memprof_ci.inputs.atomicio import write_atomic
+from memprof_ci.store.baseline import dumps, to_document
+from memprof_ci.commands.compare import load_side
+from memprof_ci.decide.comparison import site_rows
+from memprof_ci.decide.verdict import decide
+from memprof_ci.render.report import render_markdown, render_terminal
+from memprof_ci.decide.report_doc import new_report, to_json
 
 
 def _stacks(rng, n_stacks, scale):

@@ -40,7 +40,7 @@ def test_a_malformed_build_is_one_line_naming_it(tmp_path, value, why):
 
 
 def test_build_is_resolved_like_command(tmp_path):
-    from memprof_ci.manifest import load_manifest
+    from memprof_ci.inputs.manifest import load_manifest
     path = write_manifest(str(tmp_path), [{"name": "a", "command": ["true"]}])
     text = open(path).read()
     open(path, "w").write('build = ["./b.sh", "x", "./y"]\n' + text)

@@ -162,7 +162,7 @@ def test_an_internal_error_in_an_item_is_one_line(w, tmp_path):
     plug = tmp_path / "plug"
     plug.mkdir()
     (plug / "break_rows.py").write_text(
-        "import memprof_ci.rows as rows\n\n\n"
+        "import memprof_ci.decide.comparison as rows\n\n\n"
         "def _broken(*a, **k):\n    raise RuntimeError('broken on purpose')\n\n\n"
         "rows.site_rows = _broken\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([HARNESS, str(plug)]))

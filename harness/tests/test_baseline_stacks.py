@@ -5,11 +5,11 @@ import json
 import pytest
 
 from harness_testlib import make_profile
-from memprof_ci import baseline as bl
-from memprof_ci import sites
+from memprof_ci.store import baseline as bl
+from memprof_ci.sites import grouping as sites
 from memprof_ci.errors import InputError
-from memprof_ci.profile import parse_profile
-from memprof_ci.sites import aggregate
+from memprof_ci.inputs.profile import parse_profile
+from memprof_ci.sites.grouping import aggregate
 
 STACKS = [([("Stdlib__List.init", "list.ml", 60), ("Main.f", "/home/u/p/bench/main.ml", 10),
             ("Main.main", "main.ml", 99)], 100, 5),

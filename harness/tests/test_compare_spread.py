@@ -5,8 +5,8 @@ with several domains or systhreads), else with the fixed timing tolerance.
 The real-program cases (the peak, a held phase, a leak) are in
 benchmarks/tests/test_compare_runs.py."""
 
-from memprof_ci.sites import Aggregate
-from memprof_ci.verdict import compare_report
+from memprof_ci.sites.grouping import Aggregate
+from memprof_ci.decide.verdict import compare_report
 
 GC = {"minor_words": 1e8, "major_words": 6e5, "promoted_words": 6e5, "minor_collections": 70,
       "major_collections": 20, "compactions": 0, "top_heap_words": 163840}

@@ -10,8 +10,8 @@ import random
 import pytest
 from harness_testlib import make_profile, no_traceback, run_cli, write_json
 
-from memprof_ci import ctf
-from memprof_ci.ctf_profile import is_ctf_file, load_ctf
+from memprof_ci.inputs import ctf
+from memprof_ci.inputs.ctf_profile import is_ctf_file, load_ctf
 from memprof_ci.errors import InputError
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "ctf")

@@ -81,7 +81,7 @@ def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     memtrace trace next to its profile, with the same counts and peak."""
     if not os.path.exists(OCAMLOPT):
         pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
-    from memprof_ci.ctf_profile import load_ctf
+    from memprof_ci.inputs.ctf_profile import load_ctf
     work = str(tmp_path)
     (tmp_path / "benchmarks.toml").write_text(MANIFEST)
     build(work, "alloc_base.ml")
@@ -92,7 +92,7 @@ def test_profile_run_keeps_one_trace_beside_the_profiles(tmp_path):
     assert sorted(p.name for p in profiles.iterdir()) == [
         "alloc.1.ctf", "alloc.1.json", "alloc.2.json", "alloc.3.json"]
     prof = json.load(open(profiles / "alloc.1.json"))
-    from memprof_ci.profile import COUNT_KEYS, PEAK_KEY
+    from memprof_ci.inputs.profile import COUNT_KEYS, PEAK_KEY
     tr = load_ctf(str(profiles / "alloc.1.ctf"))
     assert tr.totals == {k: prof["totals"][k] for k in COUNT_KEYS + (PEAK_KEY,)}
     r = run_cli(["compare", str(profiles / "alloc.1.json"), str(profiles / "alloc.1.ctf")])
@@ -104,7 +104,7 @@ def test_overhead_runs_write_a_new_profile_each_in_a_literal_directory(tmp_path)
     `%`, a comma or a space in a directory is literal, and with per_process
     each run writes its own <name>.<pid>.json (the overhead rounds then
     never time the removal of the previous run's profile)."""
-    from memprof_ci.runner import memprof_env_value
+    from memprof_ci.measure.runner import memprof_env_value
     work = tmp_path / "100% of a,b"
     work.mkdir()
     build(str(work), "alloc_base.ml")
@@ -132,8 +132,8 @@ def test_counted_overhead_repeats_to_the_count_with_the_runtime(tmp_path):
     simulated miss."""
     if not os.path.exists(OCAMLOPT):
         pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
-    from memprof_ci import overhead
-    from memprof_ci.manifest import load_manifest
+    from memprof_ci.measure import overhead
+    from memprof_ci.inputs.manifest import load_manifest
     build(str(tmp_path), "alloc_base.ml")
     (tmp_path / "benchmarks.toml").write_text(MANIFEST)
     bench = load_manifest(str(tmp_path / "benchmarks.toml")).benchmarks[0]
@@ -151,7 +151,7 @@ def test_exact_runs_cut_stacks_at_the_site_and_keep_the_site_table(tmp_path):
     with whole stacks."""
     if not os.path.exists(OCAMLOPT):
         pytest.fail(f"{OCAMLOPT} not found: run `make runtime` first")
-    from memprof_ci.sites import GROUPINGS, aggregate_paths
+    from memprof_ci.sites.grouping import GROUPINGS, aggregate_paths
     work = str(tmp_path)
     (tmp_path / "benchmarks.toml").write_text(MANIFEST.replace('mode = "sampled"',
                                                                'mode = "exact"'))

@@ -21,7 +21,7 @@ import pytest
 
 from harness_testlib import HERE, REPO, check, project, run_cli, spec_sites, update
 
-from memprof_ci import exactplan
+from memprof_ci.measure import exact_or_sampled as exactplan
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 DATA = os.path.join(HERE, "data", "exactplan")
@@ -141,7 +141,7 @@ def test_a_cost_near_the_limit_keeps_the_last_baselines_mode():
 
 
 def test_the_recorded_mode_is_read_from_the_baseline_being_replaced(tmp_path):
-    from memprof_ci import baseline
+    from memprof_ci.store import baseline
     src = json.load(open(os.path.join(REPO, "baselines", "strings.json")))
     assert src["config"]["plan"]["mode"] in ("exact", "sampled")
     (tmp_path / "strings.json").write_text(json.dumps(src))

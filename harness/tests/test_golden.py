@@ -24,13 +24,14 @@ from collections import Counter
 import pytest
 
 from harness_testlib import HERE
-from memprof_ci import overhead, verdict
-from memprof_ci.pointsites import PointSite, split
-from memprof_ci.report import render_markdown, render_terminal
-from memprof_ci.report_doc import new_report, to_json
-from memprof_ci.report_html import render_html
-from memprof_ci.rows import caller_changes
-from memprof_ci.sitekey import generated_what
+from memprof_ci.measure import overhead
+from memprof_ci.decide import verdict
+from memprof_ci.sites.point_sites import PointSite, split
+from memprof_ci.render.report import render_markdown, render_terminal
+from memprof_ci.decide.report_doc import new_report, to_json
+from memprof_ci.render.report_html import render_html
+from memprof_ci.decide.comparison import caller_changes
+from memprof_ci.sites.keys import generated_what
 
 GOLDEN = os.path.join(HERE, "golden")
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}

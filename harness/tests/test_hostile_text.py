@@ -24,11 +24,12 @@ from html.parser import HTMLParser
 import pytest
 
 from harness_testlib import REPO  # noqa: F401  (puts harness/ on sys.path)
-from memprof_ci import mdsafe, stats
-from memprof_ci.verdict import decide
-from memprof_ci.report import render_markdown, render_terminal
-from memprof_ci.report_doc import new_report
-from memprof_ci.sitekey import site_label
+from memprof_ci.text import mdsafe
+from memprof_ci.decide import stats
+from memprof_ci.decide.verdict import decide
+from memprof_ci.render.report import render_markdown, render_terminal
+from memprof_ci.decide.report_doc import new_report
+from memprof_ci.sites.keys import site_label
 
 ZWJ = "\u200d"
 HUGE = "N" * 100_000

@@ -5,7 +5,7 @@ import os
 import yaml
 from harness_testlib import cli
 
-from memprof_ci.manifest import load_manifest
+from memprof_ci.inputs.manifest import load_manifest
 
 
 def test_init_writes_manifest_baselines_and_workflows(tmp_path):

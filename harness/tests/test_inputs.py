@@ -4,10 +4,10 @@
 import pytest
 from harness_testlib import make_profile, to_version2, to_version3, write_json
 
-from memprof_ci.baseline import load_baseline
+from memprof_ci.store.baseline import load_baseline
 from memprof_ci.errors import ConfigError, InputError
-from memprof_ci.manifest import load_manifest, parse_shard, shard_names
-from memprof_ci.profile import load_profile
+from memprof_ci.inputs.manifest import load_manifest, parse_shard, shard_names
+from memprof_ci.inputs.profile import load_profile
 
 
 def test_profile_rejects(tmp_path):
@@ -79,7 +79,7 @@ def _assert_rejected(tmp_path, doc, msg):
         with pytest.raises(InputError, match=msg) as e:
             p = load_profile(write_json(tmp_path / "bad.json", doc), check_stacks=check)
             if not check:
-                from memprof_ci.sites import aggregate
+                from memprof_ci.sites.grouping import aggregate
                 aggregate([p], "function", "b")
         assert "\n" not in str(e.value)
 
@@ -170,7 +170,7 @@ def test_profile_config_live(tmp_path, value, refusal):
 def test_memprof_env_value_cuts_stacks_at_rate_1():
     """Every exact (rate 1) run asks the runtime for stacks=site; sampled
     runs keep whole stacks."""
-    from memprof_ci.runner import memprof_env_value
+    from memprof_ci.measure.runner import memprof_env_value
     assert memprof_env_value(1.0, 1, 16, "p.json").endswith(",stacks=site")
     assert "stacks" not in memprof_env_value(1e-4, 1, 16, "p.json")
     assert "stacks=site" in memprof_env_value(1.0, 1, 16, "p.json", trace="t.ctf")

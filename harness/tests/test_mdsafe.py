@@ -10,7 +10,7 @@ checked on the real cmark-gfm (test_hostile_text.cmark).
 import pytest
 
 from harness_testlib import REPO  # noqa: F401  (puts harness/ on sys.path)
-from memprof_ci import mdsafe
+from memprof_ci.text import mdsafe
 from test_hostile_text import cmark
 
 ADDRESSES = ["me@evil.example", "me@-evil.example", "me@.evil.example", "me@_evil.example",

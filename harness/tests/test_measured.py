@@ -8,9 +8,9 @@ import json
 import os
 import pathlib
 
-from memprof_ci import baseline as bl
-from memprof_ci import measured
-from memprof_ci.runstore import RunEntry
+from memprof_ci.store import baseline as bl
+from memprof_ci.store import measured
+from memprof_ci.store.run_dirs import RunEntry
 
 BASELINES = pathlib.Path(__file__).resolve().parents[2] / "baselines"
 

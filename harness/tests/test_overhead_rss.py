@@ -7,9 +7,10 @@ import subprocess
 
 import pytest
 
-from memprof_ci import fmt, overhead_rss
+from memprof_ci.text import fmt
+from memprof_ci.measure import overhead_rss
 from memprof_ci.errors import InputError
-from memprof_ci.manifest import load_manifest
+from memprof_ci.inputs.manifest import load_manifest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")

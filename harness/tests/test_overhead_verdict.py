@@ -19,7 +19,7 @@ import pytest
 
 from harness_testlib import FAKE, PY, cli, spec_sites, write_json
 
-from memprof_ci import overhead
+from memprof_ci.measure import overhead
 from memprof_ci.errors import InputError
 
 
@@ -169,12 +169,12 @@ def test_update_warns_over_budget_and_suggests_a_rate(tmp_path):
 
 def test_judge_reads_the_range_of_a_concurrent_benchmark():
     """Three runs per side: fails only when the lowest pairing is over."""
-    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+    ev = dict.fromkeys(overhead.cachegrind.EVENTS, 0)
 
     def runs(*irs):
         return [dict(ev, Ir=n) for n in irs]
     rec = overhead.parse_record({"measure": "cycles", "time": None, "counted": {
-        "args": ["1"], "model": overhead.counted.MODEL, "concurrent": True,
+        "args": ["1"], "model": overhead.cachegrind.MODEL, "concurrent": True,
         "threads": "allowed", "off": runs(100, 104, 102), "on": runs(120, 130, 125)}}, "x")
     assert rec["estimate"] == pytest.approx(125 / 102 - 1)
     assert rec["ci_low"] == pytest.approx(120 / 104 - 1)
@@ -188,7 +188,7 @@ def test_judge_reads_the_range_of_a_concurrent_benchmark():
 
 
 def test_a_record_cannot_state_a_figure_its_counts_do_not_give():
-    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+    ev = dict.fromkeys(overhead.cachegrind.EVENTS, 0)
     d = {"measure": "cycles", "time": None, "estimate": -0.5, "ci_low": -0.5, "ci_high": -0.5,
          "counted": {"args": [], "model": "m", "concurrent": False, "threads": "disabled",
                      "off": [dict(ev, Ir=1000)], "on": [dict(ev, Ir=1500)]}}
@@ -213,7 +213,7 @@ def test_nothreads_refuses_threads_and_allows_processes(filtered):
             "print('child', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n")
     cmd = [PY, "-S", "-c", prog]
     if filtered:
-        cmd = [PY, "-S", "-E", overhead.counted.NOTHREADS, *cmd]
+        cmd = [PY, "-S", "-E", overhead.cachegrind.NOTHREADS, *cmd]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["no thread" if filtered else "thread", "child 7"]
@@ -254,8 +254,8 @@ def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
     """The pairs of a machine slowed down in phases lined up with one side
     (two speeds, 0.28 s and 0.50 s): their median ratio would read as a
     precise -39%; the report shows the range of the pairs instead."""
-    from memprof_ci import overhead_time
-    from memprof_ci.fmt import overhead_text
+    from memprof_ci.measure import overhead_time
+    from memprof_ci.text.fmt import overhead_text
     off = [0.51, 0.51, 0.29, 0.50, 0.28, 0.30, 0.50]
     on = [0.30, 0.29, 0.52, 0.29, 0.28, 0.30, 0.29]
     t = overhead_time.with_summary({"runs": 7, "first_rounds": 7, "cpu_on_s": on,
@@ -274,9 +274,9 @@ def test_noisy_time_is_shown_as_the_spread_of_its_pairs():
 
 
 def test_a_baseline_counted_otherwise_is_judged_against_the_budget():
-    ev = dict.fromkeys(overhead.counted.EVENTS, 0)
+    ev = dict.fromkeys(overhead.cachegrind.EVENTS, 0)
     base = overhead.parse_record({"measure": "cycles", "time": None, "counted": {
-        "args": ["260"], "model": overhead.counted.MODEL, "concurrent": False,
+        "args": ["260"], "model": overhead.cachegrind.MODEL, "concurrent": False,
         "threads": "disabled", "off": [dict(ev, Ir=100)], "on": [dict(ev, Ir=102)]}}, "b")
 
     class B:

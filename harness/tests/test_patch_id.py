@@ -4,7 +4,7 @@ prefix, also through a link), with MEMPROF_CI_PATCH_ID as the override."""
 
 import os
 
-from memprof_ci import runner
+from memprof_ci.measure import runner
 
 ID = "0123456789abcdef"
 

@@ -116,7 +116,7 @@ def test_baseline_with_a_peak_at_cycle_ends_skips_the_check(tmp_path):
 def test_profile_without_the_peak_definition_records_no_peak(tmp_path):
     import subprocess
     import sys
-    from memprof_ci.profile import PEAK_KEY, load_profile
+    from memprof_ci.inputs.profile import PEAK_KEY, load_profile
     _write_spec(tmp_path, _spec(0.1))
     prof = tmp_path / "p, 1.json"
     subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "fakebench.py"),

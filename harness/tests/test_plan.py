@@ -9,7 +9,7 @@ import re
 
 from harness_testlib import bump, check, cli, project, spec_sites, update
 
-from memprof_ci import plan
+from memprof_ci.decide import power as plan
 
 
 def test_suggested_rate_catches_what_the_default_misses(tmp_path):

@@ -1,5 +1,5 @@
 """The harness's reading of a version-5 profile's `points` section
-(memprof_ci/points.py). Profiles written by the runtime itself are checked
+(memprof_ci/inputs/points.py). Profiles written by the runtime itself are checked
 in runtime-patch/tests/test_points.py."""
 
 import copy
@@ -8,7 +8,7 @@ import pytest
 from harness_testlib import make_profile, to_version3, write_json
 
 from memprof_ci.errors import InputError
-from memprof_ci.profile import load_profile
+from memprof_ci.inputs.profile import load_profile
 
 
 def _v5(live=True):

@@ -8,12 +8,13 @@ import copy
 import pytest
 from harness_testlib import make_profile
 
-from memprof_ci import moves, pointsites, rows as R
+from memprof_ci.decide import attribution as moves, comparison as R
+from memprof_ci.sites import point_sites as pointsites
 from memprof_ci.errors import InputError
-from memprof_ci.fmt import site_name
-from memprof_ci.points import Points
-from memprof_ci.sites import Aggregate, _group_stacks
-from memprof_ci.verdict import decide_family
+from memprof_ci.text.fmt import site_name
+from memprof_ci.inputs.points import Points
+from memprof_ci.sites.grouping import Aggregate, _group_stacks
+from memprof_ci.decide.verdict import decide_family
 
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
 

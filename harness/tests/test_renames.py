@@ -7,8 +7,8 @@ import os
 
 import pytest
 from harness_testlib import make_profile, run_cli, write_json
-from memprof_ci import moves, stats, verdict
-from memprof_ci.report import render_markdown, render_terminal
+from memprof_ci.decide import attribution as moves, stats, verdict
+from memprof_ci.render.report import render_markdown, render_terminal
 
 MAIN = ("Main.main", "main.ml", 99)
 

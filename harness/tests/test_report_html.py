@@ -19,9 +19,9 @@ from html.parser import HTMLParser
 import pytest
 
 from harness_testlib import cli, make_profile, project, run_cli, update, write_json
-from memprof_ci import report_html
-from memprof_ci.report_html import render_html, source_base, source_url
-from memprof_ci.stackgraph import STACK_BUDGET
+from memprof_ci.render import report_html
+from memprof_ci.render.report_html import render_html, source_base, source_url
+from memprof_ci.render.stackgraph import STACK_BUDGET
 
 HOSTILE_FN = 'Main.h</script><!--<img src=x onerror="window.__pwned=1">'
 HOSTILE_FILE = "</script><script>window.__pwned=2</script>.ml"

@@ -21,10 +21,13 @@ import os
 import pytest
 
 from harness_testlib import HERE, REPO
-from memprof_ci import baseline, report_html, report_retention, retention, verdict
+from memprof_ci.store import baseline
+from memprof_ci.render import report_html, report_retention
+from memprof_ci.measure import retention
+from memprof_ci.decide import verdict
 from memprof_ci.errors import InputError
-from memprof_ci.report import render_markdown, render_terminal
-from memprof_ci.report_doc import new_report
+from memprof_ci.render.report import render_markdown, render_terminal
+from memprof_ci.decide.report_doc import new_report
 
 GOLDEN = os.path.join(HERE, "golden", "retention.md")
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
@@ -201,8 +204,8 @@ def test_a_check_of_a_run_directory_runs_nothing_and_says_so(tmp_path):
 def test_an_exact_benchmark_is_snapshotted_at_its_sampled_rate():
     """At rate 1 every block is a target of the snapshot's walk; the path
     run samples at the rate the exact run replaced, with the same seed."""
-    from memprof_ci.manifest import Benchmark
-    from memprof_ci.runner import memprof_env_value
+    from memprof_ci.inputs.manifest import Benchmark
+    from memprof_ci.measure.runner import memprof_env_value
     exact = Benchmark(name="b", command=["/bin/true"], cwd="/", rate=1e-3, seeds=[7, 8, 9], mode="exact")
     assert exact.rate == 1.0
     snap = retention.sampled_form(exact)

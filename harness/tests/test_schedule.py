@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from harness_testlib import check, cli, no_traceback, project, spec_sites
 
-from memprof_ci import schedule, stats
+from memprof_ci.measure import schedule
+from memprof_ci.decide import stats
 from memprof_ci.errors import ConfigError
 
 RUNS = {"MEMPROF_CI_SCHEDULE_RUNS": "12"}
@@ -171,7 +172,7 @@ def _check_with(tmp_path, spec):
 
 
 def test_the_baseline_records_the_spread_one_line_per_run_and_site(tmp_path):
-    from memprof_ci.baseline import load_baseline
+    from memprof_ci.store.baseline import load_baseline
     _record(tmp_path, _spec(gc_amp=0.2, peak_amp=0.5), {"MEMPROF_CI_SCHEDULE_RUNS": "4"})
     path = tmp_path / "baselines" / "held.json"
     text = path.read_text()
@@ -284,7 +285,7 @@ def test_a_site_whose_peak_share_moves_with_the_schedule_is_not_named(tmp_path):
 # ------------------------------------------------------------------- merge
 
 def _shard(tmp_path, k, p_raw, **extra):
-    from memprof_ci.report_doc import new_report
+    from memprof_ci.decide.report_doc import new_report
     rep = new_report("check")
     rep["shard"] = {"index": k, "count": 2}
     row = dict({"counter": "promoted_words", "baseline": 1e6, "current": 1.3e6, "change": 0.3,

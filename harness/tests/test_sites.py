@@ -2,9 +2,9 @@
 
 from harness_testlib import make_profile
 
-from memprof_ci.profile import parse_profile
-from memprof_ci import sites
-from memprof_ci.sites import aggregate
+from memprof_ci.inputs.profile import parse_profile
+from memprof_ci.sites import grouping as sites
+from memprof_ci.sites.grouping import aggregate
 
 
 def agg(stacks, grouping="function", seeds=(1,)):

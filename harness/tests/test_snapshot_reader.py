@@ -1,5 +1,5 @@
 """The harness's reading of a version-4 profile's `snapshot` section
-(memprof_ci/snapshot.py) and its retainer paths keyed by site
+(memprof_ci/inputs/snapshot.py) and its retainer paths keyed by site
 (sites.retainers_by_site). Profiles written by the runtime itself are
 checked in runtime-patch/tests/test_snapshot.py."""
 
@@ -9,8 +9,8 @@ import pytest
 from harness_testlib import make_profile, to_version3, write_json
 
 from memprof_ci.errors import InputError
-from memprof_ci.profile import load_profile
-from memprof_ci.sites import aggregate, retainers_by_site
+from memprof_ci.inputs.profile import load_profile
+from memprof_ci.sites.grouping import aggregate, retainers_by_site
 
 
 def _v4():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from memprof_ci import stats, verdict
+from memprof_ci.decide import stats, verdict
 
 ALPHA = 0.01
 

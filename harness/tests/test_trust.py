@@ -343,11 +343,11 @@ def test_merge_rejects_malformed_shard_reports(tmp_path, what, tamper, needle):
 def test_internal_error_is_exit_2_with_one_line(monkeypatch, capsys):
     def boom(args):
         raise ZeroDivisionError("deliberate")
-    monkeypatch.setattr(cli_mod, "cmd_list", boom)
+    monkeypatch.setitem(cli_mod.COMMANDS, "list", boom)
     assert cli_mod.main(["list"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error: ZeroDivisionError: deliberate" in err
-    monkeypatch.setattr(cli_mod, "cmd_compare", boom)
+    monkeypatch.setitem(cli_mod.COMMANDS, "compare", boom)
     assert cli_mod.main(["compare", "a", "b", "-v"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error" in err

@@ -1,7 +1,7 @@
 """verdict.classify on rows counted exactly: the size of the change decides,
 relative (min_effect, min_share) and absolute (EXACT_MIN_BYTES a run)."""
 
-from memprof_ci import stats, verdict
+from memprof_ci.decide import stats, verdict
 
 PARAMS = {"alpha": 0.01, "min_effect": 0.01, "min_share": 0.005, "exact": True}
 

@@ -41,9 +41,9 @@ from chromium_cdp import VIEW_H, keep, opened, rect
 from harness_testlib import (HERE, REPO, make_profile, no_traceback, run_cli, to_version3,
                              write_json)
 
-from memprof_ci import view
-from memprof_ci.report_assets import CSP_META, CSS, JS
-from memprof_ci.view_html import render_view
+from memprof_ci.render import view
+from memprof_ci.render.report_assets import CSP_META, CSS, JS
+from memprof_ci.render.view_html import render_view
 
 OCAMLOPT = os.path.join(REPO, "_build", "runtime", "bin", "ocamlopt")
 TOP = "Viewprog.make_rows @ viewprog.ml"

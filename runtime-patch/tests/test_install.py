@@ -62,8 +62,9 @@ def test_memprof_ci_command_runs_the_installed_harness(tmp_path, prefix, env):
     any directory: no pip step, no PYTHONPATH."""
     assert shutil.which("memprof-ci", path=env["PATH"]) == str(prefix / "bin" / "memprof-ci")
     harness = prefix / "share/memprof-ci/harness/memprof_ci"
-    assert sorted(p.name for p in harness.glob("*.py")) == sorted(
-        p.name for p in (ROOT / "harness/memprof_ci").glob("*.py"))
+    source = ROOT / "harness/memprof_ci"
+    assert sorted(str(p.relative_to(harness)) for p in harness.rglob("*.py")) == sorted(
+        str(p.relative_to(source)) for p in source.rglob("*.py"))
     (tmp_path / "m.toml").write_text('[[benchmark]]\nname = "b"\ncommand = ["./b.exe"]\n')
     env = dict(env, PYTHONPATH="/nonexistent")
     r = run(["memprof-ci", "list", "--manifest", "m.toml"], env=env, cwd=tmp_path)

@@ -15,7 +15,7 @@ import pytest
 from runtime_testlib import ROOT, profile, read_profile, run, site_totals
 
 sys.path.insert(0, str(ROOT / "harness"))
-from memprof_ci.ctf_profile import load_ctf  # noqa: E402
+from memprof_ci.inputs.ctf_profile import load_ctf  # noqa: E402
 
 ARGS = (6, 1500)   # phases, chunks of 1000 words per phase
 RATE = 1e-3

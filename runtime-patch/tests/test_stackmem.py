@@ -19,8 +19,8 @@ from runtime_testlib import ROOT, read_profile, run
 from test_stacks_site import COUNTS, site_table
 
 sys.path.insert(0, str(ROOT / "harness"))
-from memprof_ci.overhead_rss import peak_kb  # noqa: E402
-from memprof_ci.sites import GROUPINGS  # noqa: E402
+from memprof_ci.measure.overhead_rss import peak_kb  # noqa: E402
+from memprof_ci.sites.grouping import GROUPINGS  # noqa: E402
 
 LEAVES, DEPTH = "20000", "12"
 

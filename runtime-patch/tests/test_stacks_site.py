@@ -18,8 +18,8 @@ import pytest
 from runtime_testlib import ROOT, read_profile, run
 
 sys.path.insert(0, str(ROOT / "harness"))
-from memprof_ci.profile import COUNT_KEYS, PEAK_KEY  # noqa: E402
-from memprof_ci.sites import GROUPINGS, classify  # noqa: E402
+from memprof_ci.inputs.profile import COUNT_KEYS, PEAK_KEY  # noqa: E402
+from memprof_ci.sites.grouping import GROUPINGS, classify  # noqa: E402
 
 COUNTS = COUNT_KEYS + (PEAK_KEY,)
 

@@ -5,7 +5,7 @@ collected samples, per site), for native and bytecode, one domain or
 several, and for one domain the peak too; trace= alone writes no profile; the file appears only complete,
 through a temporary name that is never followed; memory stays bounded
 however long the run.  The trace is read with the harness's CTF reader
-(harness/memprof_ci/ctf.py), which checks what memtrace's reader checks."""
+(harness/memprof_ci/inputs/ctf.py), which checks what memtrace's reader checks."""
 
 import json
 import os
@@ -18,10 +18,10 @@ import pytest
 from runtime_testlib import ROOT, read_profile, run
 
 sys.path.insert(0, str(ROOT / "harness"))
-from memprof_ci import ctf  # noqa: E402
-from memprof_ci.ctf_profile import load_ctf  # noqa: E402
-from memprof_ci.profile import COUNT_KEYS, PEAK_KEY  # noqa: E402
-from memprof_ci.sites import GROUPINGS  # noqa: E402
+from memprof_ci.inputs import ctf  # noqa: E402
+from memprof_ci.inputs.ctf_profile import load_ctf  # noqa: E402
+from memprof_ci.inputs.profile import COUNT_KEYS, PEAK_KEY  # noqa: E402
+from memprof_ci.sites.grouping import GROUPINGS  # noqa: E402
 from test_stacks_site import site_table  # noqa: E402
 
 # A single domain's trace gives the profile's peak too; several domains'

@@ -426,7 +426,7 @@ def test_no_job_is_skipped_by_labels():
 
 GATE_RUNTIME_FILES = "hashFiles('runtime-patch/**', 'Makefile')"
 REUSABLE_COMPILER_FILES = ("hashFiles('.memprof-ci/runtime-patch/**', '.memprof-ci/Makefile', "
-                           "'.memprof-ci/harness/memprof_ci/*.py')")
+                           "'.memprof-ci/harness/memprof_ci/**/*.py')")
 
 
 def test_runtime_cache_keyed_on_what_builds_it():
