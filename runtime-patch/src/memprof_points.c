@@ -79,10 +79,9 @@
  *      its segments eight side by side, since the walk of one segment is
  *      a chain of loads (each header gives the next one's address) and
  *      independent chains overlap; that, not the cache, is what a walk
- *      of one segment at a time waits on. On amd64 the steps are written
- *      in assembly (STEPS_ASM), which keeps the eight pointers in
- *      registers where the compiler spilled half of them. The limit is then set again
- *      by a compare-and-swap from the value just read, unless an
+ *      of one segment at a time waits on (memprof_points_walk.h). The
+ *      limit is then set again by a compare-and-swap from the value just
+ *      read, unless an
  *      interrupt has raised it to the maximum; if the allocation passes
  *      the new limit, the dispatcher returns at once, with no actions
  *      run, no poll of the GC's work (which requests a collection early

@@ -14,9 +14,7 @@
  *    the guard after the last segment, of headers with an id no block
  *    has, must be counted nowhere.
  * 3. The trials come from a fixed seed, so the outcome is the same on
- *    every machine. Built as the runtime is, the walk is the amd64
- *    assembly there; built with -DCAML_POINTS_WALK_IN_C, the C loops.
- *    Prints the blocks it checked; exit 1 and the first difference on a
+ *    every machine. Prints the blocks it checked; exit 1 and the first difference on a
  *    mismatch. */
 
 #define CAML_INTERNALS

@@ -19,11 +19,7 @@
  *    segments side by side read one header, and at the end of a
  *    segment. The next header's address then does not wait on a load of
  *    the size, nor one update of a counter on the one before.
- * 5. On amd64 with a GNU C compiler the side-by-side steps are written
- *    in assembly (STEPS_ASM), which keeps eight pointers in registers
- *    where the compiler spilled half of them; defining
- *    CAML_POINTS_WALK_IN_C keeps the C loops, which every other target
- *    uses.
+ * 5. These C loops are the walk on every target.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -64,52 +60,6 @@
              && *(p3) == (h));                                          \
     (m)[Reserved_hd(h)] += 4 * k_ * (CAML_POINTS_PACK_ONE + wo_);       \
   } while (0)
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(CAML_POINTS_WALK_IN_C)
-/* The steps of count_four and count_eight on amd64, where a compiler
- * spills half of the eight pointers: here they stay in registers, with
- * the counters, the step count, CAML_POINTS_PACK_ONE and two scratch
- * registers (13 for eight segments). Each step first compares the
- * headers of the first four segments, as loaded from memory; if they
- * are all equal it stops with `steps` above zero and the pointers at
- * that step, so that the caller follows the run. Otherwise it counts
- * the block of each segment as COUNT_STEP does (`lanes` after the
- * first, whose header is loaded already). It ends with `steps` at zero
- * after that many steps. The operands after `lanes` name the pointers
- * p0, p1, ... */
-#define ASM_COUNT(p)                                                    \
-  "movq %[h], %[t]\n\t"                                                 \
-  "shrq %[rs], %[h]\n\t"                                                \
-  "shlq %[rb], %[t]\n\t"                                                \
-  "shrq %[ws], %[t]\n\t"                                                \
-  "leaq 8(%[" p "],%[t],8), %[" p "]\n\t"                               \
-  "addq %[one], %[t]\n\t"                                               \
-  "addq %[t], (%[m],%[h],8)\n\t"
-#define ASM_STEP(p) "movq (%[" p "]), %[h]\n\t" ASM_COUNT(p)
-#define STEPS_ASM(m, steps, lanes, ...) do {                            \
-    header_t h_, t_;                                                    \
-    __asm__ ("1:\n\t"                                                   \
-             "movq (%[p0]), %[h]\n\t"                                   \
-             "cmpq (%[p1]), %[h]\n\t"                                   \
-             "jne 2f\n\t"                                               \
-             "cmpq (%[p2]), %[h]\n\t"                                   \
-             "jne 2f\n\t"                                               \
-             "cmpq (%[p3]), %[h]\n\t"                                   \
-             "je 3f\n"                                                  \
-             "2:\n\t"                                                   \
-             ASM_COUNT("p0") lanes                                      \
-             "subq $1, %[steps]\n\t"                                    \
-             "jnz 1b\n"                                                 \
-             "3:"                                                       \
-             : [steps] "+r" (steps), [h] "=&r" (h_), [t] "=&r" (t_),    \
-               __VA_ARGS__                                              \
-             : [m] "r" (m), [one] "r" ((uint64_t)CAML_POINTS_PACK_ONE), \
-               [rs] "n" (HEADER_RESERVED_SHIFT),                        \
-               [rb] "n" (HEADER_RESERVED_BITS),                         \
-               [ws] "n" (HEADER_RESERVED_BITS + HEADER_WOSIZE_SHIFT)    \
-             : "cc", "memory");                                         \
-  } while (0)
-#endif
 
 /* Count the blocks of [p, end), all headered. A run of equal headers is
  * counted at once: the next header's address then does not wait on a
@@ -157,15 +107,6 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
     if ((uintnat)(e3 - p3) < room) room = e3 - p3;
     uintnat steps = room / Whsize_wosize(Max_young_wosize);
     if (steps == 0) break;
-#ifdef STEPS_ASM
-    STEPS_ASM(m, steps, ASM_STEP("p1") ASM_STEP("p2") ASM_STEP("p3"),
-              [p0] "+r" (p0), [p1] "+r" (p1), [p2] "+r" (p2),
-              [p3] "+r" (p3));
-    if (steps > 0) {            /* stopped at a run */
-      header_t h0 = *p0;
-      COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e0, e1, e2, e3);
-    }
-#else
     do {
       header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
       if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
@@ -177,7 +118,6 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
       COUNT_STEP(m, h2, p2);
       COUNT_STEP(m, h3, p3);
     } while (--steps > 0);
-#endif
   }
   count_two(m, p0, e0, p1, e1);
   count_two(m, p2, e2, p3, e3);
@@ -185,8 +125,7 @@ static void count_four(uint64_t *m, header_t **p, header_t **e)
 
 
 /* Eight segments side by side, as count_four but with twice the chains
- * in flight; the steps need no ends, so the eight pointers fit in
- * registers (STEPS_ASM on amd64). A run is followed in the first four
+ * in flight; the steps need no ends. A run is followed in the first four
  * segments only: when they all read one header, they go on together to
  * the end of the run (eight updates of one counter in a row would each
  * wait for the one before), and the eight then resume. When no steps
@@ -204,18 +143,6 @@ static void count_eight(uint64_t *m, header_t **p, header_t **e)
 #undef NARROW
     uintnat steps = room / Whsize_wosize(Max_young_wosize);
     if (steps == 0) break;
-#ifdef STEPS_ASM
-    STEPS_ASM(m, steps,
-              ASM_STEP("p1") ASM_STEP("p2") ASM_STEP("p3") ASM_STEP("p4")
-              ASM_STEP("p5") ASM_STEP("p6") ASM_STEP("p7"),
-              [p0] "+r" (p0), [p1] "+r" (p1), [p2] "+r" (p2),
-              [p3] "+r" (p3), [p4] "+r" (p4), [p5] "+r" (p5),
-              [p6] "+r" (p6), [p7] "+r" (p7));
-    if (steps > 0) {            /* stopped at a run in the first four */
-      header_t h0 = *p0;
-      COUNT_RUN_OF_FOUR(m, h0, p0, p1, p2, p3, e[0], e[1], e[2], e[3]);
-    }
-#else
     do {
       header_t h0 = *p0, h1 = *p1, h2 = *p2, h3 = *p3;
       if (CAMLunlikely(h0 == h1 && h0 == h2 && h0 == h3)) {
@@ -232,7 +159,6 @@ static void count_eight(uint64_t *m, header_t **p, header_t **e)
       COUNT_STEP(m, h6, p6);
       COUNT_STEP(m, h7, p7);
     } while (--steps > 0);
-#endif
   }
   header_t *lo[4] = { p0, p1, p2, p3 }, *hi[4] = { p4, p5, p6, p7 };
   count_four(m, lo, e);
