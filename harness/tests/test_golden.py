@@ -184,7 +184,7 @@ def test_identical_comparison_prints_headline_and_status_table_only():
     del rep["benchmarks"]["shared"]
     rep["family"] = None
     verdict.decide(rep)
-    cell = "+1.37% cycles (limit +12.00%)"
+    cell = "+1.37% cycles, counted (limit +12.00%)"
     full = ("+1.37% cycles, counted (+1.80% instr.) vs +12.00% (baseline +2.00% + tolerance); "
             "time CPU +3.3% [+3.1%, +3.3%], wall noisy (pairs -43% to +79%); peak RSS +0.8 MB")
     assert any(line.startswith("identical ") and line.endswith(full)

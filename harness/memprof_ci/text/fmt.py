@@ -153,16 +153,17 @@ def rss_text(r) -> str:
 
 def overhead_brief(o) -> str:
     """An overhead record in about 40 characters, as the status tables show
-    it: the counted estimate (marked when carried from the baseline) and its
-    limit; the full line (overhead_text) is in report.json, report.html and
+    it: the counted estimate, how it was obtained (counted, or carried from
+    the baseline) when the record says, and its limit; the full line (overhead_text) is in report.json, report.html and
     the terminal's -v."""
     est = num_of(o, "estimate")
     if est is None or None in (num_of(o, "ci_low"), num_of(o, "ci_high")):
         return "-"
     how = o.get("obtained")
-    carried = isinstance(how, dict) and how.get("count") == "carried"
-    s = (f"{est:+.2%} cycles" if isinstance(o.get("counted"), dict) else f"{est:+.1%}") + \
-        (", carried" if carried else "")
+    # A record that says how it was obtained says it here too.
+    how = "" if not isinstance(how, dict) else (
+        ", carried" if how.get("count") == "carried" else ", counted")
+    s = (f"{est:+.2%} cycles" if isinstance(o.get("counted"), dict) else f"{est:+.1%}") + how
     thr = num_of(o, "threshold")
     return s + (f" (limit {thr:+.2%})" if thr is not None else "")
 
