@@ -1,8 +1,16 @@
-"""Reading an input file whole, up to a size cap, for the gate's scripts.
+#!/usr/bin/env python3
+"""capped_read.py: reading an input file whole, up to a size cap, for the
+gate's scripts. Not run on its own: judge_policy.py and bench_sets.py
+import it.
 
 read_capped(path, cap, error) returns the file's bytes, or raises `error`
-(an Exception class) with one line naming the file: it cannot be read, or
-it is larger than `cap` bytes. Nothing more than cap + 1 bytes is read."""
+(an Exception class) with one line naming the file.
+
+Invariants:
+  - never more than cap + 1 bytes are read;
+  - a file that cannot be read, or is larger than `cap` bytes, is `error`
+    with the path in its message, never an OSError.
+"""
 
 
 def read_capped(path, cap, error):
