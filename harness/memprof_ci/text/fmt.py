@@ -151,6 +151,15 @@ def rss_text(r) -> str:
     return "" if b is None else f"peak RSS {b / 2**20:+.1f} MB"
 
 
+def obtained_text(o: dict, carried: str) -> str:
+    """", counted" or `carried` when the overhead record says how it was
+    obtained (a record that says so says it for every figure), else ""."""
+    how = o.get("obtained")
+    if not isinstance(how, dict):
+        return ""
+    return carried if how.get("count") == "carried" else ", counted"
+
+
 def overhead_brief(o) -> str:
     """An overhead record in about 40 characters, as the status tables show
     it: the counted estimate, how it was obtained (counted, or carried from
@@ -159,10 +168,7 @@ def overhead_brief(o) -> str:
     est = num_of(o, "estimate")
     if est is None or None in (num_of(o, "ci_low"), num_of(o, "ci_high")):
         return "-"
-    how = o.get("obtained")
-    # A record that says how it was obtained says it here too.
-    how = "" if not isinstance(how, dict) else (
-        ", carried" if how.get("count") == "carried" else ", counted")
+    how = obtained_text(o, ", carried")
     s = (f"{est:+.2%} cycles" if isinstance(o.get("counted"), dict) else f"{est:+.1%}") + how
     thr = num_of(o, "threshold")
     return s + (f" (limit {thr:+.2%})" if thr is not None else "")
@@ -175,10 +181,7 @@ def overhead_text(o) -> str:
     if est is None or lo is None or hi is None:
         return "-"
     c = o.get("counted")
-    how = o.get("obtained")
-    # A record that says how it was obtained says it for every figure.
-    how = "" if not isinstance(how, dict) else (
-        ", carried from the baseline" if how.get("count") == "carried" else ", counted")
+    how = obtained_text(o, ", carried from the baseline")
     if isinstance(c, dict):
         runs = len(c.get("on") or [])
         s = f"{est:+.2%} cycles{how}"
