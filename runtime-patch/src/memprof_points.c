@@ -12,114 +12,67 @@
  *    them, before their code runs) and writes base + index into the
  *    reserved bits of each header word. A table of n points gets a base
  *    aligned to the power of two P >= n, above the pseudo ids, so two
- *    units' ids never meet. A table never registered keeps its header
+ *    units' ids never meet. Registering also gives each header word a
+ *    counter of its own (design 4). A table never registered keeps its
  *    words, so its blocks carry CAML_POINT_UNREGISTERED: a native
- *    toplevel phrase, a unit past the id space, or any unit while
- *    counting is off (registering is then skipped, and nothing reads
- *    the bits).
+ *    toplevel phrase, a unit past the id or counter space, or any unit
+ *    while counting is off (registering is then skipped, and nothing
+ *    reads the bits).
  * 2. Blocks that no OCaml allocation point made. Unmarshalled blocks
  *    carry CAML_POINT_UNMARSHAL (intern.c), as does the unused rest of
  *    the minor-heap block a message that failed part way was read into
- *    (one header over it, so the walk of design 4 steps over it), and
- *    copies CAML_POINT_DUP (Obj.dup and Obj.with_tag, obj.c, which also
- *    serve {r with ...} on large records). Every other block the runtime allocates (C
- *    primitives: caml_alloc_string, caml_copy_double, caml_make_vect,
- *    custom blocks, ...; a native allocation too large for the minor
- *    heap, caml_alloc_shr_check_gc) carries the id of the OCaml call
- *    that is running the C code, a "call point" (design 6), or
+ *    (one header over it), and copies CAML_POINT_DUP (Obj.dup and
+ *    Obj.with_tag, obj.c, which also serve {r with ...} on large
+ *    records). Every other block the runtime allocates (C primitives:
+ *    caml_alloc_string, caml_copy_double, caml_make_vect, custom
+ *    blocks, ...; a native allocation too large for the minor heap,
+ *    caml_alloc_shr_check_gc) carries the id of the OCaml call that is
+ *    running the C code, a "call point" (design 6), or
  *    CAML_POINT_RUNTIME when there is none with a source location. All
  *    of bytecode's blocks are CAML_POINT_RUNTIME: its interpreter builds
  *    them at run time with no table of points.
- * 3. Counting, on per-domain arrays indexed by id, each mapped once for
- *    the whole id space (pages are touched only where ids are used), so
- *    no array ever moves and no registration has to grow one; a later
- *    domain in the same slot adds to the same arrays. Nothing is
- *    allocated on the OCaml heap and no collection is moved.
- *    - Minor: each block allocated in the minor heap, by a walk of its
- *      header (design 4), into one packed word per id that the domain
- *      adds to its pairs now and then (`settle`, at `struct
- *      domain_counts`).
+ * 3. Counting, on per-domain arrays indexed by id (or by counter, for
+ *    native code's allocations), each mapped once for the whole space
+ *    (pages are touched only where ids are used), so no array ever
+ *    moves and no registration has to grow one; a later domain in the
+ *    same slot adds to the same arrays. Nothing is allocated on the
+ *    OCaml heap and no collection is moved.
+ *    - Minor, from native code: each allocation adds one to its header
+ *      word's counter (design 4).
+ *    - Minor, from the runtime: each block, once made (Alloc_small,
+ *      memory.h; intern.c; obj.c), adds itself to its id's pair. The
+ *      main domain's minor heap holds what the runtime allocated before
+ *      counting started: `start` counts it block by block.
  *    - Major: caml_alloc_shr and its variants, and unmarshalling's own
  *      major allocation.
  *    - Promoted: in oldify, by the domain whose update of the young
  *      header succeeds, so a block two domains race for counts once,
- *      packed like the minor counts (`promoted_end` after the domain's
+ *      into one packed word per id (`promoted_end` after the domain's
  *      part of each collection adds them up now and then).
  *    - Live at exit: each block the exit's walk of reachability enters
  *      (memprof_reach.c, or memprof_snapshot.c's walk), counted afresh
  *      by each walk (`live_begin`); without a completed walk the profile
  *      says why live is not given.
- * 4. The walk of the minor heap. Each domain counts the blocks of
- *    [young_ptr, walked) and then moves `walked` down to young_ptr, so
- *    that [walked, young_end) is what it has counted. `walked` is
- *    young_end whenever the minor heap starts empty (a new heap,
- *    allocate_minor_heap in domain.c, which also serves a new domain in
- *    a reused slot, and the main domain's heap when counting starts; the
- *    end of each collection), and neither it nor a boundary kept below
- *    it (see Chunks) ever lies below young_ptr: both are taken only at
- *    young_ptr with no allocation pending, everything above is
- *    headered, and an allocation undone later (by the
- *    dispatcher, or by memprof before its callbacks, or cancelled by a
- *    callback that raised) was made below a pointer at least that high.
- *    So every block is counted exactly once, by its own domain, before
- *    the collection that promotes or frees it.
- *    - Chunks. The heap is walked while what was just allocated is
- *      still in the cache, a chunk of CAML_POINTS_SEGMENTS segments of
- *      about SEGMENT_BYTES at a time. The domain's `trigger`, one
- *      segment below the lowest boundary it keeps (or `walked`), is a
- *      third part of the allocation limit beside the collection's and
- *      memprof's (caml_young_limit_of_triggers, domain.c); none when
- *      that lies below the heap. An allocation that falls below it (from
- *      OCaml, combined or not, or from C through Alloc_small) enters
- *      caml_alloc_small_dispatch (minor_gc.c) with the allocation of
- *      whsize words made and not yet headered; young_ptr + whsize, the
- *      pointer with the allocation undone, is a boundary between blocks
- *      (`at_boundary`). The domain keeps it, or with the chunk's other
- *      boundaries kept already it counts the chunk [boundary, walked):
- *      its segments eight side by side, since the walk of one segment is
- *      a chain of loads (each header gives the next one's address) and
- *      independent chains overlap; that, not the cache, is what a walk
- *      of one segment at a time waits on (memprof_points_walk.h). The
- *      limit is then set again by a compare-and-swap from the value just
- *      read, unless an
- *      interrupt has raised it to the maximum; if the allocation passes
- *      the new limit, the dispatcher returns at once, with no actions
- *      run, no poll of the GC's work (which requests a collection early
- *      when the pointer is near the collection's trigger) and
- *      action_pending untouched: such a trip changes nothing the
- *      program or the GC can see. Otherwise the dispatcher goes on as
- *      it would without the points: memprof's trigger, the collection's
- *      or an interrupt was passed too, and they now find the limit they
- *      set.
- *    - Allocations the limit did not check. The dispatcher's usual path
- *      undoes the allocation, runs actions (signal handlers, finalisers,
- *      memprof's callbacks: they allocate, and walk chunks) and perhaps
- *      a collection, then makes the allocation again without a check,
- *      after which memprof's sampling may undo it, run callbacks and
- *      make it again. The allocation made again may lie below the
- *      trigger, so the dispatcher's last step (`after_alloc`) takes the
- *      boundary above it as above and sets the limit again; and a
- *      callback that raised leaves the allocation undone with the
- *      trigger possibly above young_ptr.
- *      For both, the points' part of the limit is never above young_ptr
- *      (caml_memprof_points_limit): a trigger passed unchecked makes the
- *      next allocation take the slow path, never a poll. That part is one
- *      byte below the trigger, so a poll does not fire while young_ptr
- *      rests on the trigger (as memprof's, memprof.c design 8.7), and the
- *      allocation check is unchanged for the word-aligned pointer.
- *    - The collection. At its start, before anything is promoted, each
- *      domain walks the rest, [young_ptr, walked), of its own heap (by
- *      the segments its boundaries mark), and with several domains in
- *      the collection all meet at a barrier before promoting, so no
- *      header is forwarded under a walk. A chunk
- *      walk runs outside collections, on the domain's own heap, whose
- *      headers no other domain changes then (Lazy's tag updates keep the
- *      size and the reserved bits). A terminating domain's last
- *      collection walks what it left.
- *    - Runs of equal headers are counted together (when four segments
- *      side by side all read one header, and at the end of a segment):
- *      the next header's address then does not wait on a load of the
- *      size, nor one update of a counter on the one before.
+ *    So the points' minor words are the minor heap's words allocated
+ *    since counting started, as `gc.minor_words` counts them.
+ * 4. The counters of native allocations. Beside each header word the
+ *    unit's table has a slot word: the byte offset of the word's counter
+ *    in a domain's array of counters, which the domain state's
+ *    `points_slots` points to. Each allocation of native code, right
+ *    after it stores its header, adds one to the counter at that offset
+ *    (three instructions on amd64: two loads and an add to memory;
+ *    selectgen.ml); the allocation is then made, so an allocation that
+ *    memprof's callbacks cancel never counts. Every block behind one
+ *    header word has the same point and size, so the profile's counts
+ *    are each counter times its header's size, added up by id
+ *    (`minor_sums`). Registering gives a table's words counters
+ *    [first, first + m) after all earlier tables'; until then a slot
+ *    word holds the block's size in words, header included (1 to
+ *    Max_young_whsize), so an unregistered unit's blocks count by size,
+ *    under CAML_POINT_UNREGISTERED, and the first counters of the array
+ *    are reserved for them. With counting off, `points_slots` points to
+ *    a small per-domain array that nothing reads, so native code counts
+ *    into it at the same cost and the results are never seen.
  * 5. The profile's "points" section lists the points with any count:
  *    the pseudo points by name, then each registered unit's points in
  *    table order, each with its file, line, characters and function as
@@ -180,13 +133,19 @@ struct points_table {
   uintnat base;                 /* Hd_reserved(first id), or all ones */
   uintnat count;                /* points */
   uintnat nheaders;             /* header words */
-  header_t headers[];  /* nheaders words, then uint32_t index[nheaders],
-                          then count of "file\tfn line,start,end\0" */
+  header_t headers[];  /* nheaders words, then nheaders slot words (design
+                          4), then uint32_t index[nheaders], then count of
+                          "file\tfn line,start,end\0" */
 };
+
+static uintnat *table_slots(struct points_table *t)
+{
+  return (uintnat *)(t->headers + t->nheaders);
+}
 
 static uint32_t *table_index(struct points_table *t)
 {
-  return (uint32_t *)(t->headers + t->nheaders);
+  return (uint32_t *)(table_slots(t) + t->nheaders);
 }
 
 static const char *table_entries(struct points_table *t)
@@ -194,7 +153,8 @@ static const char *table_entries(struct points_table *t)
   return (const char *)(table_index(t) + t->nheaders);
 }
 
-struct registered { struct points_table *t; uintnat first; };
+/* A registered table: its first id and its first counter. */
+struct registered { struct points_table *t; uintnat first, slot_first; };
 
 static caml_plat_mutex tables_lock = CAML_PLAT_MUTEX_INITIALIZER;
 static struct registered *tables = NULL;        /* under tables_lock */
@@ -202,32 +162,35 @@ static size_t ntables = 0, tables_cap = 0;
 static uintnat next_id = CAML_POINT_FIRST;      /* under tables_lock */
 static bool exhausted = false;
 
+/* Design 4: counters per domain, the first SLOT_FIRST of them for the
+ * blocks of unregistered units by size. */
+#define N_SLOTS ((uintnat)1 << 20)
+#define SLOT_FIRST 512
+#define MAX_YOUNG_WHSIZE Whsize_wosize(Max_young_wosize)
+static uintnat next_slot = SLOT_FIRST;          /* under tables_lock */
+
+/* With counting off: what native code counts into, per domain slot. */
+static uint64_t off_slots[Max_domains_max][MAX_YOUNG_WHSIZE + 1];
+
 /* A point's counts (memprof_points.h). */
 typedef struct caml_memprof_points_pair pair;
 
-/* A domain's minor counts are packed, one word per id, so that the
- * walk updates one word per block: it adds PACK_ONE + wosize, the
- * blocks above PACK_SHIFT and the sum of their fields below. Each block
- * has a header and a field at least, so both sums stay in their bits
- * while the words of the minor heaps cycled through since they were
- * last added to `minor` are below 2^32. The domain adds them
- * (`settle`) at the start of a cycle that would take those words past
- * PACK_ROOM, or at every cycle if its minor heap is larger (up to
- * 2^32 - 2 words, 32 GiB). */
+/* Promotions are packed, one word per id, in `packed_promoted`: each
+ * adds PACK_ONE + wosize, the blocks above PACK_SHIFT and the sum of
+ * their fields below. What a domain promotes in one collection is at
+ * most the words it allocates in the major heap during it, which it adds
+ * up after each (`promoted_words`), and it settles them into `promoted`
+ * once that passes PACK_ROOM. Each block has a header and a field at
+ * least, so their sums stay in their bits while no collection promotes
+ * 2^33 - 2^26 words (64 GiB). */
 #define PACK_SHIFT CAML_POINTS_PACK_SHIFT
 #define PACK_ONE CAML_POINTS_PACK_ONE
 #define PACK_ROOM ((uint64_t)1 << 26)
 
-/* Promotions are packed the same way, in `packed_promoted`: what a
- * domain promotes in one collection is at most the words it allocates in
- * the major heap during it, which it adds up after each
- * (`promoted_words`), and it settles them into `promoted` once that
- * passes PACK_ROOM. Their sums stay in their bits
- * while no collection promotes 2^33 - 2^26 words (64 GiB). */
 struct domain_counts {
-  pair *minor, *major, *promoted;
-  uint64_t *packed, *packed_promoted;
-  uint64_t packed_words;     /* minor heap words since the last settling */
+  pair *minor, *major, *promoted;   /* minor: the runtime's blocks */
+  uint64_t *slots;                  /* native code's blocks (design 4) */
+  uint64_t *packed_promoted;
   uint64_t promoted_words;   /* a bound on the words packed in promotions */
 };
 static struct domain_counts per_domain[Max_domains_max];
@@ -235,23 +198,18 @@ static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
 static pair *live = NULL;
 static const char *live_missing = "no walk of the heap at exit";
 
-/* Bytes of minor heap per segment; CAML_POINTS_SEGMENTS of them make a
- * chunk (design 4). */
-#define SEGMENT_BYTES ((uintnat)32 * 1024)
-
-struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
 uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
 
-static void *id_map(size_t entry)
+static void *id_map(size_t entries, size_t entry)
 {
-  void *p = mmap(NULL, N_IDS * entry, PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, entries * entry, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) caml_fatal_error("memprof-ci: out of memory for the "
                                         "allocation points' counters");
   return p;
 }
 
-static pair *id_array(void) { return id_map(sizeof(pair)); }
+static pair *id_array(void) { return id_map(N_IDS, sizeof(pair)); }
 
 /* The domain's arrays, created by its first count of any kind. Only the
  * domain itself counts into them (a block it promotes from another
@@ -261,11 +219,11 @@ static Caml_noinline void counts_create(caml_domain_state *d,
                                          struct domain_counts *c)
 {
   c->major = id_array();
-    c->promoted = id_array();
-    c->minor = id_array();
-    c->packed = id_map(sizeof(uint64_t));
-    c->packed_promoted = id_map(sizeof(uint64_t));
-    caml_memprof_points_promoted_counts[d->id] = c->packed_promoted;
+  c->promoted = id_array();
+  c->slots = id_map(N_SLOTS, sizeof(uint64_t));
+  c->packed_promoted = id_map(N_IDS, sizeof(uint64_t));
+  caml_memprof_points_promoted_counts[d->id] = c->packed_promoted;
+  c->minor = id_array();
   int used = atomic_load(&slots_used);
   while (used <= d->id
          && !atomic_compare_exchange_weak(&slots_used, &used, d->id + 1)) { }
@@ -286,7 +244,8 @@ void caml_memprof_points_register(void *table)
   while (size < t->count) size <<= 1;
   caml_plat_lock_blocking(&tables_lock);
   uintnat base = (next_id + size - 1) & ~(size - 1);
-  bool room = base + size <= CAML_POINT_UNREGISTERED;
+  bool room = base + size <= CAML_POINT_UNREGISTERED
+              && next_slot + t->nheaders <= N_SLOTS;
   if (room && ntables == tables_cap) {
     size_t cap = tables_cap ? 2 * tables_cap : 256;
     struct registered *grown = realloc(tables, cap * sizeof *grown);
@@ -294,35 +253,61 @@ void caml_memprof_points_register(void *table)
     else { tables = grown; tables_cap = cap; }
   }
   if (room) {
-    tables[ntables++] = (struct registered){ t, base };
+    tables[ntables++] = (struct registered){ t, base, next_slot };
     next_id = base + size;
     t->base = Hd_reserved(base);
-    /* Each allocation loads its header from the table: give it its id. */
+    /* Each allocation loads its header and its counter's offset from
+     * the table: give it its id and a counter. */
     const uint32_t *index = table_index(t);
+    uintnat *slots = table_slots(t);
     for (uintnat j = 0; j < t->nheaders; j++) {
       t->headers[j] = (t->headers[j] & ~Hd_reserved(CAML_POINT_UNREGISTERED))
                       | Hd_reserved(base + index[j]);
+      slots[j] = (next_slot + j) * sizeof(uint64_t);
     }
+    next_slot += t->nheaders;
   } else {
     exhausted = true;
   }
   caml_plat_unlock(&tables_lock);
 }
 
+/* A block the runtime made in the minor heap. */
+static void count_young(caml_domain_state *d, header_t hd)
+{
+  pair *c = &counts_of(d)->minor[Reserved_hd(hd)];
+  c->blocks++;
+  c->words += Whsize_hd(hd);
+}
+
+void caml_memprof_points_count_young(header_t hd)
+{
+  count_young(Caml_state, hd);
+}
+
+void caml_memprof_points_domain_counters(caml_domain_state *d)
+{
+  d->points_slots = caml_memprof_points_on ? counts_of(d)->slots
+                                           : off_slots[d->id];
+}
+
 extern void *caml_alloc_sites[];
 
 void caml_memprof_points_start(void)
 {
+  caml_domain_state *d = Caml_state;
   caml_memprof_points_on = true;
   live = id_array();
-  counts_of(Caml_state);
+  counts_of(d);
   for (void **t = caml_alloc_sites; *t != NULL; t++) {
     caml_memprof_points_register(*t);
   }
-  /* The main domain's minor heap exists already: what it holds is
-   * counted like the rest. */
-  caml_memprof_points_minor_heap_reset(Caml_state);
-  caml_reset_young_limit_quiet(Caml_state);
+  caml_memprof_points_domain_counters(d);
+  /* The main domain's minor heap holds what the runtime allocated
+   * before: headered blocks from young_ptr up, counted like the rest. */
+  for (value *p = d->young_ptr; p < d->young_end; p += Whsize_hd(*p)) {
+    count_young(d, (header_t)*p);
+  }
 }
 
 /**** Call points (design 6) ****/
@@ -457,43 +442,7 @@ reserved_t caml_memprof_points_c_caller(void)
   return Caml_point_reserved(call_miss(d, pc));
 }
 
-/**** The minor heap, chunk by chunk (design 4) ****/
-
-#include "caml/memprof_points_walk.h"
-
-/* Count [low, walked), with the domain's boundaries, and forget them. */
-static void count_below_walked(caml_domain_state *d,
-                               struct caml_memprof_points_young *y,
-                               value *low)
-{
-  header_t *p[CAML_POINTS_SEGMENTS], *e[CAML_POINTS_SEGMENTS];
-  int n = 0;
-  value *top = y->walked;
-  for (int i = 0; i < y->nbound; i++) {
-    p[n] = (header_t *)y->bound[i];
-    e[n++] = (header_t *)top;
-    top = y->bound[i];
-  }
-  if (low < top) {
-    p[n] = (header_t *)low;
-    e[n++] = (header_t *)top;
-  }
-  count_segments(counts_of(d)->packed, p, e, n);
-  y->walked = low;
-  y->nbound = 0;
-}
-
-/* The trigger one segment below the lowest boundary (or `walked`), or
- * none if that lies below the minor heap (the collection counts the
- * rest). */
-static void set_trigger(caml_domain_state *d,
-                        struct caml_memprof_points_young *y)
-{
-  uintnat last = (uintnat)(y->nbound ? y->bound[y->nbound - 1] : y->walked);
-  uintnat t = last - SEGMENT_BYTES;
-  y->trigger = last > SEGMENT_BYTES
-               && t > (uintnat)d->young_start ? (value *)t : NULL;
-}
+/**** Sums ****/
 
 /* Packed counts x, unpacked into `into`. */
 static void add_packed(pair *into, uint64_t x)
@@ -523,77 +472,46 @@ static void settle(uint64_t *packed, pair *into)
   settle_id(packed, into, CAML_POINT_UNREGISTERED);
 }
 
-void caml_memprof_points_minor_heap_reset(caml_domain_state *d)
+static void add_blocks(pair *into, uint64_t blocks, uintnat whsize)
 {
-  struct caml_memprof_points_young *y = &caml_memprof_points_young[d->id];
-  y->walked = d->young_end;
-  y->nbound = 0;
-  y->trigger = NULL;
-  if (caml_memprof_points_on) {
-    struct domain_counts *c = counts_of(d);
-    uint64_t words = d->young_end - d->young_start;
-    if (c->packed_words + words > PACK_ROOM) {
-      settle(c->packed, c->minor);
-      c->packed_words = 0;
+  into->blocks += blocks;
+  into->words += blocks * whsize;
+}
+
+/* The minor counts by id, summed over domains: the runtime's pairs, and
+ * native code's counters times their headers' sizes (design 4); with
+ * tables_lock held. */
+static pair *minor_total = NULL;
+
+static void minor_sums(void)
+{
+  if (minor_total == NULL) minor_total = id_array();
+  memset(minor_total, 0, next_id * sizeof *minor_total);
+  minor_total[CAML_POINT_UNREGISTERED] = (pair){ 0, 0 };
+  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
+    const struct domain_counts *c = &per_domain[i];
+    if (c->minor == NULL) continue;
+    for (uintnat id = 0; id < next_id; id++) {
+      minor_total[id].blocks += c->minor[id].blocks;
+      minor_total[id].words += c->minor[id].words;
     }
-    c->packed_words += words;
-    set_trigger(d, y);
-  }
-}
-
-/* `done` is the allocation pointer with no allocation pending, above
- * which every block is headered: a boundary between blocks. Keep it, or
- * with SEGMENTS - 1 kept already count the chunk [done, walked). */
-static void at_boundary(caml_domain_state *d, value *done)
-{
-  struct caml_memprof_points_young *y = &caml_memprof_points_young[d->id];
-  value *last = y->nbound ? y->bound[y->nbound - 1] : y->walked;
-  CAMLassert(done <= last);
-  if (done < last) {
-    if (y->nbound == CAML_POINTS_SEGMENTS - 1) {
-      count_below_walked(d, y, done);
-    } else {
-      y->bound[y->nbound++] = done;
+    pair *unregistered = &minor_total[CAML_POINT_UNREGISTERED];
+    unregistered->blocks += c->minor[CAML_POINT_UNREGISTERED].blocks;
+    unregistered->words += c->minor[CAML_POINT_UNREGISTERED].words;
+    for (uintnat size = 1; size <= MAX_YOUNG_WHSIZE; size++) {
+      add_blocks(unregistered, c->slots[size], size);
+    }
+    for (size_t k = 0; k < ntables; k++) {
+      struct points_table *t = tables[k].t;
+      const uint32_t *index = table_index(t);
+      const uint64_t *counters = c->slots + tables[k].slot_first;
+      for (uintnat j = 0; j < t->nheaders; j++) {
+        if (counters[j] == 0) continue;
+        add_blocks(&minor_total[tables[k].first + index[j]], counters[j],
+                   Whsize_hd(t->headers[j]));
+      }
     }
   }
-  set_trigger(d, y);
-}
-
-/* Set the allocation limit again now that the trigger moved, unless an
- * interrupt raised it (the caller's usual path then serves that and
- * resets the limit). True if the pending allocation now passes it. */
-static bool refresh_limit(caml_domain_state *d)
-{
-  uintnat old = atomic_load_relaxed(&d->young_limit);
-  if (old == CAML_UINTNAT_MAX) return false;
-  uintnat limit = caml_young_limit_of_triggers(d);
-  if (!atomic_compare_exchange_strong(&d->young_limit, &old, limit))
-    return false;
-  return (uintnat)d->young_ptr >= limit;
-}
-
-/* caml_alloc_small_dispatch, first thing, when the allocation of
- * `whsize` words (made, not yet headered) fell below the trigger. True
- * if nothing else asked for the slow path: the allocation stands. */
-bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
-{
-  at_boundary(d, d->young_ptr + whsize);
-  return refresh_limit(d);
-}
-
-/* caml_memprof_points_after_alloc, when the allocation made again lies
- * below the trigger. */
-void caml_memprof_points_after_alloc_below(caml_domain_state *d,
-                                           uintnat whsize)
-{
-  at_boundary(d, d->young_ptr + whsize);
-  (void)refresh_limit(d);
-}
-
-/* At the start of a minor collection: the rest, [young_ptr, walked). */
-void caml_memprof_points_count_minor(caml_domain_state *d)
-{
-  count_below_walked(d, &caml_memprof_points_young[d->id], d->young_ptr);
 }
 
 void caml_memprof_points_promoted_end(caml_domain_state *d,
@@ -640,21 +558,21 @@ void caml_memprof_points_live_end(const char *missing)
 
 enum { MINOR, MAJOR, PROMOTED, LIVE, KINDS };
 
-/* The sums over domains for `id`; false when all are zero. */
+/* The sums over domains for `id` (the minor ones made by `minor_sums`);
+ * false when all are zero. */
 static bool sum_id(uintnat id, pair out[KINDS])
 {
   memset(out, 0, KINDS * sizeof *out);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     const struct domain_counts *c = &per_domain[i];
     if (c->minor == NULL) continue;
-    const pair *src[3] = { c->minor, c->major, c->promoted };
-    for (int k = 0; k < 3; k++) {
-      out[k].blocks += src[k][id].blocks;
-      out[k].words += src[k][id].words;
-    }
-    add_packed(&out[MINOR], c->packed[id]);
+    out[MAJOR].blocks += c->major[id].blocks;
+    out[MAJOR].words += c->major[id].words;
+    out[PROMOTED].blocks += c->promoted[id].blocks;
+    out[PROMOTED].words += c->promoted[id].words;
     add_packed(&out[PROMOTED], c->packed_promoted[id]);
   }
+  out[MINOR] = minor_total[id];
   if (live_missing == NULL) out[LIVE] = live[id];
   for (int k = 0; k < KINDS; k++) if (out[k].blocks) return true;
   return false;
@@ -761,6 +679,9 @@ static bool render_calls(struct caml_memprof_buf *b)
 bool caml_memprof_points_render(struct caml_memprof_buf *b)
 {
   if (!caml_memprof_points_on) return true;
+  caml_plat_lock_blocking(&tables_lock);
+  minor_sums();
+  caml_plat_unlock(&tables_lock);
   caml_memprof_buf_lit(b, ",\n\"points\":{\"live\":");
   if (live_missing == NULL) caml_memprof_buf_lit(b, "true");
   else caml_memprof_buf_json_string(b, live_missing);
@@ -779,19 +700,14 @@ static bool requested = false;
 
 void caml_memprof_points_start(void) { requested = true; }
 void caml_memprof_points_register(void *table) { (void)table; }
-struct caml_memprof_points_young caml_memprof_points_young[Max_domains_max];
 uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
 
-void caml_memprof_points_count_minor(caml_domain_state *d) { (void)d; }
 void caml_memprof_points_promoted_end(caml_domain_state *d,
                                       uintnat major_words)
 { (void)d; (void)major_words; }
-void caml_memprof_points_minor_heap_reset(caml_domain_state *d) { (void)d; }
-bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize)
-{ (void)d; (void)whsize; return false; }
-void caml_memprof_points_after_alloc_below(caml_domain_state *d,
-                                           uintnat whsize)
-{ (void)d; (void)whsize; }
+void caml_memprof_points_domain_counters(caml_domain_state *d)
+{ (void)d; }
+void caml_memprof_points_count_young(header_t hd) { (void)hd; }
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 { (void)d; (void)hd; }
 void caml_memprof_points_count_live(header_t hd) { (void)hd; }

@@ -1208,9 +1208,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
    * marked a block that died since, and one whose marking starts after
    * now and finds exactly the reachable blocks. gc_full_major_res runs
    * a third cycle only to sweep. With live=off nothing decides: the
-   * blocks not collected yet count as live, and no collection counts
-   * the allocation points of this domain's young blocks, so they are
-   * counted where they lie. */
+   * blocks not collected yet count as live. */
   enum caml_memprof_live live = caml_memprof_env()->live;
   struct caml_memprof_snapshot *snapshot = NULL;
   bool judged = false;
@@ -1222,9 +1220,6 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
           && !(judged = caml_memprof_judge_by_reachability()))) {
     caml_minor_collection();
     for (int i = 0; i < 2; i++) caml_finish_major_cycle(0);
-  }
-  if (live == CAML_MEMPROF_LIVE_OFF && caml_memprof_points_on) {
-    caml_memprof_points_count_minor(Caml_state);
   }
   caml_memprof_points_live_end(
     judged ? NULL

@@ -123,7 +123,7 @@ def test_counts_do_not_depend_on_the_minor_heap(known, tmp_path):
                                       "Array.make a 0")) in {k[:2] for k in allocated[1]}
 
 
-def test_a_message_that_fails_part_way_leaves_the_minor_heap_walkable(build, tmp_path):
+def test_a_message_that_fails_part_way_counts_every_minor_word_once(build, tmp_path):
     """Marshal.from_bytes reads a small message into one minor-heap block
     and cuts it into the message's blocks as it goes; a message that
     fails after its first two blocks leaves the rest of that block
@@ -142,10 +142,9 @@ def test_a_message_that_fails_part_way_leaves_the_minor_heap_walkable(build, tmp
 
 @pytest.mark.parametrize("runparam", RUNPARAMS)
 def test_counts_stay_exact_past_the_packed_counters_room(build, tmp_path, runparam):
-    """Each point's minor counts are packed into one word and added up
-    every 2^26 words of minor heap cycled through (memprof_points.c): a
-    run allocating more than that, in runs of equal headers and mixed
-    ones, still counts every block and word."""
+    """A run allocating more than 2^26 minor words, in runs of equal
+    headers and mixed ones, counts every block and word: no counter
+    wraps or loses a block."""
     n = 24_000_000
     exe = build("points_many")
     src = (PROGRAMS / "points_many.ml").read_text()
@@ -229,7 +228,7 @@ def test_without_points_the_profile_has_no_section(known, tmp_path):
 @pytest.mark.parametrize("runparam", RUNPARAMS)
 def test_blocks_allocated_by_memprof_callbacks_and_cancelled_allocations(build, tmp_path, runparam):
     """The program's own Gc.Memprof callbacks allocate while the points
-    are counted chunk by chunk, and a callback that raises cancels the
+    are counted at each allocation, and a callback that raises cancels the
     sampled allocation: every block made is counted once, and a cancelled
     one is not."""
     n = 40_000
@@ -280,9 +279,8 @@ def test_a_plugin_loaded_by_natdynlink_has_points_of_its_own(runtime_bin, tmp_pa
     assert ("", 0, "(unregistered)", 0) not in pts
 
 
-def test_a_forked_child_counts_its_own_chunks(build, tmp_path):
-    """A forked child goes on with the counts and the chunk boundaries it
-    inherited: parent and child each count every pair at its point once,
+def test_a_forked_child_goes_on_with_the_counts_it_inherited(build, tmp_path):
+    """A forked child goes on with the counters it inherited: parent and child each count every pair at its point once,
     and their minor words add up to their GC's."""
     n = 200_000
     exe = build("points_fork", threads=True)

@@ -13,22 +13,20 @@
  *    is on. Without points=on, nothing here runs but the tests of
  *    `caml_memprof_points_on`.
  * 3. The counting hooks, each a no-op unless counting is on:
- *    `minor_walk` at the start of a minor collection (minor_gc.c, before
- *    any promotion: the part of the minor heap no chunk counted),
- *    `promoted` where the collection's update of a young header
- *    succeeds (and `promoted_end` after the domain's part of the
- *    collection), `major` for a block allocated directly in the major heap,
- *    `live` for each block the exit's walk of reachability enters for
- *    the first time (memprof_reach.c, memprof_snapshot.c).
+ *    `count_young` for a block the runtime made in the minor heap
+ *    (memory.h's Alloc_small, intern.c, obj.c; native code counts its
+ *    own, design 4 of memprof_points.c), `promoted` where the
+ *    collection's update of a young header succeeds (and `promoted_end`
+ *    after the domain's part of the collection), `major` for a block
+ *    allocated directly in the major heap, `live` for each block the
+ *    exit's walk of reachability enters for the first time
+ *    (memprof_reach.c, memprof_snapshot.c).
  * 4. `render` writes the profile's "points" section (profile-format.md).
- * 5. The chunks of the minor heap (memprof_points.c, design 4): a
- *    per-domain trigger, a third component of the allocation limit
- *    (`caml_young_limit_of_triggers`, domain.c). caml_alloc_small_dispatch
- *    (minor_gc.c) calls `alloc_chunk` when an allocation falls below it
- *    and `after_alloc` before it returns; each keeps a boundary between
- *    blocks and counts a chunk every CAML_POINTS_SEGMENTS of them.
- *    `minor_heap_reset` runs wherever the minor heap starts empty (a
- *    new heap, the end of a collection).
+ * 5. `domain_counters` points a domain state's `points_slots` at the
+ *    domain's counters of native allocations, or at counters nobody
+ *    reads when counting is off; domain.c calls it wherever a minor heap
+ *    is made, before the domain runs OCaml code, and `start` again for
+ *    the main domain.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -70,7 +68,9 @@ void caml_memprof_points_register(void *table);
  * design 6). Takes no OCaml lock and allocates nothing on the heap. */
 CAMLextern reserved_t caml_memprof_points_c_caller(void);
 
-void caml_memprof_points_count_minor(caml_domain_state *d);
+/* A block the runtime made in the minor heap (memory.h declares it too,
+ * for Alloc_small). */
+CAMLextern void caml_memprof_points_count_young(header_t hd);
 /* At the end of a domain's part of a minor collection, with the words it
  * allocated in the major heap during it (every copy it promoted, and the
  * copies of races it lost): the packed counts of promotions are added to
@@ -89,10 +89,10 @@ struct caml_memprof_points_pair { uint64_t blocks, words; };
 #define CAML_POINTS_PACK_SHIFT 33
 #define CAML_POINTS_PACK_ONE ((uint64_t)1 << CAML_POINTS_PACK_SHIFT)
 
-/* Per domain slot, its packed counts of promoted blocks by id; set by
- * the domain's first count, which the walk at the start of every minor
- * collection is, before anything is promoted. The collection keeps its
- * domain's in its oldify state. */
+/* Per domain slot, its packed counts of promoted blocks by id; set when
+ * the domain's counters are made (`domain_counters`, before the domain's
+ * first collection). The collection keeps its domain's in its oldify
+ * state. */
 extern uint64_t *caml_memprof_points_promoted_counts[];
 
 /* In oldify, inline: a promotion is counted on the collection's hot
@@ -114,63 +114,17 @@ Caml_inline void caml_memprof_points_major(caml_domain_state *d,
   if (caml_memprof_points_on) caml_memprof_points_count_major(d, hd);
 }
 
+Caml_inline void caml_memprof_points_young(header_t hd)
+{
+  if (caml_memprof_points_on) caml_memprof_points_count_young(hd);
+}
+
 Caml_inline void caml_memprof_points_live(header_t hd)
 {
   if (caml_memprof_points_live_on) caml_memprof_points_count_live(hd);
 }
 
-/* Design 4 (memprof_points.c): per domain slot, the trigger below which
- * an allocation takes the slow path to keep a boundary (NULL: none),
- * how far down the minor heap is counted ([walked, young_end)), and the
- * boundaries kept below that, which split the next chunk into segments
- * counted side by side. */
-#define CAML_POINTS_SEGMENTS 8
-struct caml_memprof_points_young {
-  value *trigger;
-  value *walked;
-  int nbound;                               /* boundaries below walked */
-  value *bound[CAML_POINTS_SEGMENTS - 1];   /* descending */
-};
-extern struct caml_memprof_points_young caml_memprof_points_young[];
-
-Caml_inline value *caml_memprof_points_trigger(caml_domain_state *d)
-{
-  return caml_memprof_points_young[d->id].trigger;
-}
-
-/* The points' part of the allocation limit, or 0: one byte below the
- * trigger, so that a poll does not fire while the allocation pointer
- * rests on it; never above the allocation pointer, so that a trigger
- * passed by an allocation that the limit did not check (the dispatcher
- * making an allocation again) makes only the next allocation take the
- * slow path, never a poll. */
-Caml_inline uintnat caml_memprof_points_limit(caml_domain_state *d)
-{
-  value *t = caml_memprof_points_young[d->id].trigger;
-  if (t == NULL) return 0;
-  if (t > d->young_ptr) t = d->young_ptr;
-  return (uintnat)t - 1;
-}
-
-/* The allocation limit that the triggers ask for (domain.c). */
-uintnat caml_young_limit_of_triggers(caml_domain_state *d);
-
-void caml_memprof_points_minor_heap_reset(caml_domain_state *d);
-_Bool caml_memprof_points_alloc_chunk(caml_domain_state *d, uintnat whsize);
-void caml_memprof_points_after_alloc_below(caml_domain_state *d,
-                                           uintnat whsize);
-
-/* caml_alloc_small_dispatch, last thing: what ran in between (actions,
- * memprof's callbacks) may have allocated past the trigger, and the
- * allocation made again was not checked against it. Inline, so that
- * the dispatcher's usual path pays a comparison (a NULL trigger, when
- * no points are counted, is never above young_ptr). */
-Caml_inline void caml_memprof_points_after_alloc(caml_domain_state *d,
-                                                 uintnat whsize)
-{
-  if (d->young_ptr < caml_memprof_points_trigger(d))
-    caml_memprof_points_after_alloc_below(d, whsize);
-}
+void caml_memprof_points_domain_counters(caml_domain_state *d);
 
 /* A walk of reachability at exit begins: live counts start from zero.
  * `end`: the exit's judgment is over; `missing` is NULL when a walk
