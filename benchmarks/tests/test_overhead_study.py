@@ -1,7 +1,8 @@
 """The overhead study (benchmarks/overhead): its verdict rule for noisy wall
-times (PASS or MISS only when the 95% intervals clear the target,
-UNRESOLVED otherwise), --reanalyse, and its use of the harness's manifest
-reader."""
+times (PASS or MISS only when the intervals clear the target, UNRESOLVED
+otherwise), --reanalyse, its use of the harness's manifest reader, and of
+the overhead library the gate uses (memprof_ci.measure.drivers and the
+paired interval): no module of it times, counts or edits sys.path itself."""
 
 import ast
 import json
@@ -217,30 +218,29 @@ def test_the_wall_interval_is_the_gates_paired_interval():
     assert analysis.cost_ratio_ci(c, o) == pytest.approx((0.25, 0.25))
 
 
-def _calls(tree):
-    """(dotted callee, first argument) of every call in a module."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Call):
-            yield ast.unparse(n.func), n.args[0] if n.args else None
+def _argv_of_a_tool(n) -> str | None:
+    """The tool a list literal is the command line of ("hyperfine" or
+    "valgrind"; asking for its version aside), or None."""
+    words = [e.value if isinstance(e, ast.Constant) else None for e in n.elts]
+    if words and words[0] in ("hyperfine", "valgrind") and words[1:] != ["--version"]:
+        return words[0]
+    return None
 
 
 def driver_breaches(sources: dict) -> list:
     """What a study module does that belongs to the overhead library: edit
-    sys.path, start hyperfine or valgrind itself, or time a run with its own
-    clock or rusage."""
+    sys.path, build a hyperfine or valgrind command line itself, or time a
+    run with its own clock or rusage."""
     out = []
     for name, src in sources.items():
-        tree = ast.parse(src)
-        for n in ast.walk(tree):
+        for n in ast.walk(ast.parse(src)):
             if isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.path":
                 out.append(f"{name}:{n.lineno} edits sys.path")
-        for func, arg in _calls(tree):
-            if func in ("time.perf_counter", "resource.getrusage", "os.wait4"):
-                out.append(f"{name} times with {func}")
-            if func.startswith("subprocess.") and isinstance(arg, ast.List) and arg.elts \
-                    and isinstance(arg.elts[0], ast.Constant) \
-                    and arg.elts[0].value in ("hyperfine", "valgrind"):
-                out.append(f"{name} runs {arg.elts[0].value} itself")
+            elif isinstance(n, ast.List) and _argv_of_a_tool(n):
+                out.append(f"{name}:{n.lineno} runs {_argv_of_a_tool(n)} itself")
+            elif isinstance(n, ast.Call) and ast.unparse(n.func) in (
+                    "time.perf_counter", "resource.getrusage", "os.wait4"):
+                out.append(f"{name}:{n.lineno} times with {ast.unparse(n.func)}")
     return out
 
 
@@ -252,8 +252,9 @@ def test_the_study_measures_only_through_the_overhead_library():
     # The check sees each breach.
     assert driver_breaches({
         "a.py": "import sys\nsys.path[:0] = ['x']\n",
-        "b.py": "subprocess.run(['hyperfine', '-N', cmd])\n",
+        "b.py": "cmd = ['hyperfine', '-N', x]\nsubprocess.run(cmd)\n",
         "c.py": "subprocess.run(['valgrind', '--tool=callgrind', *argv])\n",
-        "d.py": "t0 = time.perf_counter()\n"}) == [
-        "a.py:2 edits sys.path", "b.py runs hyperfine itself", "c.py runs valgrind itself",
-        "d.py times with time.perf_counter"]
+        "d.py": "t0 = time.perf_counter()\n",
+        "e.py": "v = tool_version(['hyperfine', '--version'])\n"}) == [
+        "a.py:2 edits sys.path", "b.py:1 runs hyperfine itself",
+        "c.py:1 runs valgrind itself", "d.py:1 times with time.perf_counter"]
