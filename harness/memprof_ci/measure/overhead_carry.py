@@ -36,7 +36,8 @@ the baseline's counts, re-derived (overhead.carried), never a new figure.
 
 from __future__ import annotations
 
-from . import cachegrind, schedule
+from . import schedule
+from .drivers import cachegrind
 from .overhead import counted_args, counted_key
 
 
