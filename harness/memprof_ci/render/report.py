@@ -24,6 +24,7 @@ from . import report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, worst_first)
 from ..decide.report_doc import CHECKS
+from ..decide.report_types import Report
 
 STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
 MD_SITES_PER_BENCH = 25
@@ -255,7 +256,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.extend("  " + mdsafe.printable(x) for x in lines)
     out += _changed_sites("Regressions (worst first):",
                           worst_first(all_site_rows(report, "regression")))
-    out += report_retention.terminal(report)
+    out += report_retention.terminal(Report.from_json(report))
     rows = []
     for name, b in sorted(report["benchmarks"].items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
@@ -368,7 +369,7 @@ def _md_verdict_tables(report: dict) -> list:
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
-    out += report_retention.markdown(report)
+    out += report_retention.markdown(Report.from_json(report))
     peaks = peak_lines(report)
     if peaks:
         out.append("### Peak memory")

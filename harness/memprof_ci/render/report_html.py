@@ -49,6 +49,7 @@ import urllib.parse
 
 from ..text import mdsafe
 from . import report_retention
+from ..decide.report_types import Report
 from ..text.fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from ..sites.grouping import frame_label
@@ -382,7 +383,7 @@ def render_html(report: dict, env=None) -> str:
             "legend_regressed": LEGEND_REGRESSED, "legend_plain": LEGEND_PLAIN}
     regs = _regressions(report, names)
     out.append(_focus_section(report, names, regs, data))
-    out.append(report_retention.html(report, esc))
+    out.append(report_retention.html(Report.from_json(report), esc))
     out.append(_status_table(report, names))
     peaks = peak_lines(report)
     if peaks:
