@@ -178,6 +178,8 @@ class SiteRow(Doc):
     note: str | Absent = ABSENT
     renamed_from: str | Absent = ABSENT
     renamed_to: str | Absent = ABSENT
+    renamed_because: str | Absent = ABSENT
+    moved_from: list | Absent = ABSENT     # [{"site", "words"}]: where a moved row's words came from
     generated: str | Absent = ABSENT
     caller_changes: list | Absent = field(default=ABSENT, metadata=_list_of(CallerChange))
     retention: Retention | Absent = field(default=ABSENT,
@@ -247,6 +249,7 @@ class Benchmark(Doc):
     power: dict | None | Absent = ABSENT
     peak_summary: dict | None | Absent = ABSENT
     stream: dict | None | Absent = ABSENT
+    status: str | Absent = ABSENT      # a benchmark not run: "removed" or "missing"
     extra: dict = field(default_factory=dict)
 
     def site_rows(self) -> list:
@@ -272,4 +275,6 @@ class Report(Doc):
     gc_family: dict | None | Absent = ABSENT
     accept_changes: bool | Absent = ABSENT
     accepted: list | Absent = ABSENT
+    settings_changes: list | Absent = ABSENT
+    patch_notes: list | Absent = ABSENT
     extra: dict = field(default_factory=dict)
