@@ -30,14 +30,37 @@ it.  What (3) does not see is a change to the program's own work that
 allocates nothing (the figure's denominator); such a change makes
 profiling cost the same cycles, and the carried record says so.
 
+When only (3) fails, a check (not update-baselines, whose record later
+checks start from) may estimate instead of counting (estimate()): the
+baseline's profiling cycles, cycles(on) - cycles(off), scaled by the
+largest growth of what that work follows, all known exactly or sampled
+by this run's own profiled runs (drivers()): the exact minor, major and
+promoted words, minor and major collections, the heap's peak, the
+allocation points' words, blocks and live words and their number, the
+samples allocated, live at exit and at the peak, and the sampled frames
+(samples times their stacks' depth), never scaled below 1; over the
+baseline's cycles(off).  The run counts anyway when that estimate comes
+within NEAR of the limit, or when a driver the run has is missing or zero
+on the baseline's side.  So a change whose allocation makes profiling
+costlier by more than a factor 1 / NEAR of what the estimate says is
+counted before it could pass the limit.  What the estimate does not see,
+as the carry does not: a change of the program's own work that allocates
+nothing (the denominator), and work a program does only when it is
+profiled; the record says "estimated" and how.
+
 Invariants: carry() returns the reason either way, and a carried record is
-the baseline's counts, re-derived (overhead.carried), never a new figure.
+the baseline's counts, re-derived (overhead.carried), never a new figure;
+an estimated record keeps the baseline's counts it was scaled from, and
+is never written to a baseline or a run directory.
 """
 
 from __future__ import annotations
 
 from . import cachegrind, schedule
-from .overhead import counted_args, counted_key
+from .overhead import counted_args, counted_key, threshold_for
+
+# An estimate within this share of the limit is not trusted: the run counts.
+NEAR = 0.5
 
 
 def same_allocation(cur, base) -> str | None:
@@ -103,11 +126,26 @@ def reusable_schedule(bench, base) -> dict | None:
     return sec
 
 
-def carry(bench, base, current, patch_id: str | None) -> tuple[dict | None, str]:
-    """(the baseline's overhead record to carry, why) when conditions 1-3
-    of the module docstring hold; else (None, why this run counts).
-    `current()` gives this run's Aggregate (or None: it failed), asked for
-    only once conditions 1 and 2 hold."""
+def carry(bench, base, current, patch_id: str | None,
+          estimate: bool = False) -> tuple[dict | None, str, str]:
+    """(the baseline's overhead record to carry, why, "carried") when
+    conditions 1-3 of the module docstring hold; with `estimate`, when only
+    (3) fails, (the scaled record, why, "estimated") if estimate() gives
+    one; else (None, why this run counts, "counted").  `current()` gives
+    this run's Aggregate (or None: it failed), asked for only once
+    conditions 1 and 2 hold."""
+    rec, why = _carry(bench, base, current, patch_id)
+    if rec is not None:
+        return rec, why, "carried"
+    if not (estimate and why.startswith("this run allocated differently")):
+        return None, why, "counted"
+    scaled, how = scaled_record(bench, base, current())
+    if scaled is None:
+        return None, f"{why}; {how}", "counted"
+    return scaled, f"{why}; {how}", "estimated"
+
+
+def _carry(bench, base, current, patch_id: str | None) -> tuple[dict | None, str]:
     if base is None:
         return None, "no baseline to carry from"
     rec = base.meta.get("overhead")
@@ -141,3 +179,70 @@ def carry(bench, base, current, patch_id: str | None) -> tuple[dict | None, str]
                  f"seed and frames, and this run allocated exactly as it did "
                  f"({cur.total_samples} samples at the same sites, the same exact words); "
                  f"a change that allocates nothing differently was not counted again")
+
+
+def drivers(a) -> dict:
+    """What profiling's work follows in the runs of Aggregate `a`, by name:
+    exact GC totals and allocation-point counts, samples, and sampled
+    frames (the kept stacks' mean depth stands for the rest's)."""
+    d = {k.replace("_", " "): a.gc.get(k) for k in (
+        "minor_words", "major_words", "promoted_words", "minor_collections",
+        "major_collections", "top_heap_words")}
+    d.update({"samples": a.total_samples, "samples live at exit": a.total_live,
+              "samples at the peak": a.total_peak})
+    if a.points is not None:
+        ps = list(a.points.sites.values())
+        d.update({"point words": sum(p.words for p in ps),
+                  "point blocks": sum(p.blocks for p in ps),
+                  "point live words": sum(p.live_words or 0 for p in ps),
+                  "allocation points": len(ps)})
+    if a.stacks is not None:
+        kept = sum(st[3] for st in a.stacks)
+        frames = sum(len(st[0]) * st[3] for st in a.stacks)
+        d["sampled frames"] = frames + (frames / kept if kept else 0) * a.stacks_other[0]
+    return d
+
+
+def scale(cur, base) -> tuple[float | None, str]:
+    """(the largest growth, at least 1, of a driver from `base` to `cur`,
+    which driver and how much), or (None, why no scale can be given)."""
+    now, then = drivers(cur), drivers(base)
+    s, what = 1.0, "no driver grew"
+    for k, v in now.items():
+        if not v:
+            continue
+        if not then.get(k):
+            return None, f"its {k} ({v:,.0f}) have nothing to scale from on the baseline"
+        if v / then[k] > s:
+            s, what = v / then[k], f"its {k}, {then[k]:,.0f} -> {v:,.0f}"
+    return s, what
+
+
+def scaled_record(bench, base, cur) -> tuple[dict | None, str]:
+    """The baseline's counted overhead record with its figures scaled to
+    this run's allocation (module docstring), and how; or (None, why the
+    run counts instead)."""
+    if cur is None:
+        return None, "this run's profiles are not available"
+    s, what = scale(cur, base)
+    if s is None:
+        return None, f"no estimate: {what}"
+    rec = base.meta["overhead"]
+    prof = max(rec["cycles_on"] - rec["cycles_off"], 0.0) * s
+    est = prof / rec["cycles_off"]
+    c = rec["counted"]
+    ir_off, ir_on = c["off"][0]["Ir"], c["on"][0]["Ir"]
+    limit, _, _ = threshold_for(bench, rec, c["args"])
+    how = (f"the baseline's counted {rec['estimate']:+.2%} cycles with profiling's part "
+           f"scaled x{s:.3f} ({what}, the largest growth of what profiling's work follows) "
+           f"gives {est:+.2%}")
+    if est >= NEAR * limit:
+        return None, f"{how}, within {NEAR:.0%} of the limit {limit:+.2%}: counted"
+    figures = {"estimate": est, "ci_low": est, "ci_high": est,
+               "instructions": max(ir_on - ir_off, 0) * s / ir_off,
+               "cycles_off": rec["cycles_off"], "cycles_on": rec["cycles_off"] + prof,
+               "scale": s, "method": f"estimated, not counted: {how}"}
+    return {"counted": c, "scaled": figures}, (
+        f"estimated, not counted: {how}, under {NEAR:.0%} of the limit {limit:+.2%}; "
+        f"an estimate does not see a change of the program's own work that allocates "
+        f"nothing, nor work done only when profiled")

@@ -183,8 +183,11 @@ class OverheadItem(CheckItem):
         self.level = V.overhead_level(b.alpha, len(self.ctx.selected(("overhead",))))
         if self.ctx.run_entries is None:
             # The run's own profiles decide whether the baseline's count
-            # still holds (overhead_carry.py); a failed run counts.
-            carry = overhead_carry.carry(b, base, self._current, runner.patch_id())
+            # still holds, or, when only the allocation changed, whether an
+            # estimate scaled from it is far enough from the limit
+            # (overhead_carry.py); a failed run counts.
+            carry = overhead_carry.carry(b, base, self._current, runner.patch_id(),
+                                         estimate=True)
             self.measured = overhead.measure(
                 b, os.path.join(self.ctx.work_dir, "overhead"), level=self.level,
                 time_threshold=overhead.time_threshold_for(b, self.base_overhead),
@@ -228,7 +231,7 @@ class OverheadItem(CheckItem):
                            self.level)
         r = self.ctx.result(self.bench)
         r["overhead"] = j
-        if j.get("obtained", {}).get("count") == "carried":
+        if j.get("obtained", {}).get("count") in ("carried", "estimated"):
             r["notes"].append(f"overhead: {j['obtained']['reason']}")
         if j["note"]:
             r["notes"].append(f"overhead: {j['note']}")
