@@ -208,3 +208,42 @@ def test_the_scale_is_the_largest_growth_of_what_profiling_follows():
     s, why = scale(_agg(1000, 10, 100, [(["f"] * 2, "k", 0, 10, 0)]),
                    _agg(1000, 10, 0, [(["f"] * 2, "k", 0, 10, 0)]))
     assert s is None and "point live words" in why
+
+
+def _concurrent(on_irs, off_irs=(1_000_000,) * 3):
+    """A concurrent benchmark and its baseline counted three times a side
+    (instructions only: no misses), recorded on patch 1111222233334444."""
+    from types import SimpleNamespace as NS
+    from memprof_ci.measure import cachegrind, overhead
+    bench = NS(name="par", concurrent=True, command=["./par.exe", "9"], overhead_args=None,
+               cwd="/x", env={}, profiled_rate=1e-3, seeds=[1], frames=16,
+               overhead_budget=0.10, overhead_tolerance=0.10)
+
+    def ev(ir):
+        return dict({k: 0 for k in cachegrind.EVENTS}, Ir=ir)
+    c = {"args": ["9"], "model": cachegrind.MODEL, "concurrent": True, "threads": "allowed",
+         "key": overhead.counted_key(bench, PATCH["MEMPROF_CI_PATCH_ID"]),
+         "off": [ev(x) for x in off_irs], "on": [ev(x) for x in on_irs]}
+    rec = overhead._record(c, None, None)
+    base = _agg(1000, 10, 100, [(["f"] * 2, "k", 0, 10, 0)])
+    base.meta = {"overhead": rec}
+    return bench, base, rec
+
+
+def test_a_concurrent_benchmark_is_estimated_from_its_range_until_near_the_limit():
+    """A concurrent benchmark is never carried (it counts differently on
+    every run); a check estimates it from the baseline's range, its upper
+    end scaled, and counts when that comes within half of the limit."""
+    from memprof_ci.measure.overhead_carry import carry
+    pid = PATCH["MEMPROF_CI_PATCH_ID"]
+    bench, base, rec = _concurrent([1_010_000, 1_020_000, 1_060_000])   # +2% up to +6%
+    cur = _agg(1100, 11, 100, [(["f"] * 2, "k", 0, 11, 0)])               # x1.1 words
+    got, why, how = carry(bench, base, lambda: cur, pid, estimate=True)
+    assert how == "estimated" and "counts differently on every run" in why, why
+    assert abs(got["scaled"]["estimate"] - 0.022) < 1e-9
+    assert abs(got["scaled"]["ci_high"] - 0.066) < 1e-9
+    assert carry(bench, base, lambda: cur, pid)[2] == "counted"      # update-baselines counts
+    bench, base, rec = _concurrent([1_010_000, 1_020_000, 1_070_000])   # up to +7%
+    cur = _agg(1300, 13, 100, [(["f"] * 2, "k", 0, 13, 0)])               # x1.3: +9.1% >= 8.5%
+    got, why, how = carry(bench, base, lambda: cur, pid, estimate=True)
+    assert how == "counted" and "within 50% of the limit" in why, why
