@@ -466,9 +466,13 @@ class MemprofPlugin:
 
 def _show(config, line: str) -> None:
     """A progress line on stdout, past pytest's capture (stderr keeps an
-    error to its one line)."""
+    error to its one line), on a line of its own (not after pytest's
+    file name and dots)."""
     cap = config.pluginmanager.getplugin("capturemanager")
+    term = config.pluginmanager.getplugin("terminalreporter")
     with cap.global_and_fixture_disabled() if cap else contextlib.nullcontext():
+        if term is not None:
+            term.ensure_newline()
         print(printable(line), file=sys.stdout, flush=True)
 
 
