@@ -152,7 +152,8 @@ stock-benchmarks: stock-runtime
 	$(MAKE) -f benchmarks/benchmarks.mk OCAMLOPT=$(ROOT)/_build/stock/bin/ocamlopt \
 	  BENCH_BUILD=$(STOCK_BENCH_BUILD) benchmarks
 
-# The study is the package benchmarks/overhead (it imports the harness).
+# The study is the package benchmarks/overhead; it imports the harness, and
+# the overhead library memprof_ci.measure.drivers in it, as packages.
 # OVERHEAD_ARGS='...' passes options to it (--only, --runs, --quick...).
 bench-overhead: runtime benchmarks benchmarks-ocamltracker stock-runtime stock-benchmarks \
   | deps-python deps-bench deps-lint

@@ -18,29 +18,30 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
 
 from memprof_ci.inputs.ctf_profile import load_ctf
 from memprof_ci.inputs.manifest import load_manifest
+from memprof_ci.measure.drivers import cachegrind
 
 RATE = 1e-4
-COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+TIMEOUT = 3600
 
 
 def count(argv, cwd, memprof):
+    """Instructions of one run under callgrind (the overhead library's
+    valgrind driver, cachegrind.py), OCAMLMEMPROF set to `memprof` or unset."""
     env = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     if memprof:
         env["OCAMLMEMPROF"] = memprof
-    r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                       cwd=cwd, env=env, capture_output=True, text=True)
-    m = COLLECTED.search(r.stderr)
-    if r.returncode != 0 or not m:
-        raise SystemExit(f"{argv[0]}: valgrind status {r.returncode}: {r.stderr[-300:]}")
-    return int(m.group(1))
+    try:
+        r = cachegrind.count(argv, env, cwd, TIMEOUT, tool="callgrind", cache_sim=False,
+                             fair_sched=False)
+    except cachegrind.CountError as e:
+        raise SystemExit(f"{argv[0]}: {e}") from None
+    return r["events"]["Ir"]
 
 
 def measure(b, scale, tmp):

@@ -26,19 +26,24 @@ One module per job, each stating its own invariants:
     programs      the three builds of a benchmark and the environment they run in
     timing        phase 1: preflight runs and interleaved hyperfine rounds
     instructions  phase 2: callgrind runs and their per-benchmark ratios
-    analysis      bootstrap intervals, per-sample costs, the summary's verdicts
+    analysis      paired intervals, per-sample costs, the summary's verdicts
     render_md     overhead.md
     plot_svg      overhead.svg
     cli           options, the run, --reanalyse, writing the three outputs
 
-Beside the study, two scripts measure one program at one rate: pairs.py
-(paired wall and CPU time) and counts.py (the overhead check's counted
-runs); script_args checks the command line they share.
+Beside the study, two modules run as scripts measure one program at one
+rate: pairs (paired wall and CPU time, `python3 -m overhead.pairs`) and
+counts (the overhead check's counted runs, `python3 -m overhead.counts`);
+script_args checks the command line they share.
 
 Invariants of the whole study:
 
-* Overhead = median(on) / median(off) - 1 over the timed runs of one
-  invocation; never a single absolute time.
+* Overhead = median over the rounds of one invocation of on / off - 1,
+  the runs of a round paired; never a single absolute time.
+* Every run is made, and every interval computed, by the overhead library
+  the gate's overhead check uses (memprof_ci.measure.drivers: hyperfine,
+  cachegrind, peak_rss; memprof_ci.decide.stats.paired_overhead_interval);
+  no module here times, counts or resamples a run itself.
 * Verdicts are computed from the measured numbers at report time; no target
   outcome is written in advance.  A quantity that was not measured is
   reported as n/a, never as PASS.
@@ -49,17 +54,17 @@ Invariants of the whole study:
   while being measured is recorded in the outputs and the study exits 2
   after writing them.
 
-Usage (from the repository root; the harness and this package's parent
-directory must be importable):
+Usage: the package and the harness are imported as packages, with
+harness/ and benchmarks/ on PYTHONPATH (no module edits sys.path); from
+the repository root:
 
     PYTHONPATH=harness:benchmarks /usr/bin/python3 -m overhead \\
         --manifest benchmarks/benchmarks.toml --out _build/overhead \\
         [--only a,b] [--rates 1e-4,1e-2] [--runs 5] [--warmup 1] \\
         [--no-callgrind] [--quick] [--reanalyse overhead.json]
+    PYTHONPATH=harness:benchmarks /usr/bin/python3 -m overhead.pairs PROGRAM 'ARGS' RATE PAIRS
+    PYTHONPATH=harness:benchmarks /usr/bin/python3 -m overhead.counts PROGRAM 'ARGS' RATE RUNS
 
-The study (`python3 -m overhead`) uses the standard library and the
-harness's stdlib-only modules (manifest, the runner's OCAMLMEMPROF value,
-memprof_ci.inputs.atomicio) only; benchmarks/tests/test_overhead_study.py checks
-that none of its modules loads numpy or scipy.  pairs.py, a separate script,
-uses the harness's statistics (memprof_ci.decide.stats, hence scipy).
+(from another directory, absolute paths in PYTHONPATH).  The study needs
+the harness's dependencies (scipy, for the interval).
 """

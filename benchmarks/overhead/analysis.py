@@ -1,15 +1,17 @@
 """Analysis of the overhead study's raw numbers: intervals, costs, verdicts.
 
-analyse_timing turns one benchmark's per-run times into overheads with 95%
+analyse_timing turns one benchmark's per-run times into overheads with
 intervals and, at COST_RATE, the per-sample cost of each tracker and their
 ratio; summarise turns every benchmark's analysis and callgrind counts into
 the summary rows of the report, each with a verdict against its target.
 Invariants:
-* Overhead = median(on) / median(off) - 1; its 95% interval is a percentile
-  bootstrap (unpaired resampling of each side's per-run times, BOOT_RESAMPLES
-  resamples, RNG seed BOOT_SEED), so the same times always give the same
-  interval.  The per-sample cost ratio gets its own bootstrap interval (the
-  four sets of run times resampled independently, same seed).
+* The runs of one round pair up (timing.py).  Overhead = median over rounds
+  of on / off - 1, with the gate's interval method
+  (memprof_ci.decide.stats.paired_overhead_interval: the distribution-free
+  interval of a median, at least 95%, or the full range of the rounds when
+  they are too few for 95%); the per-sample cost ratio C / OCaml gets the
+  same interval over its per-round ratios.  The same times always give the
+  same interval.
 * A wall-time verdict (and that of the wall-time cost ratio) is PASS or MISS
   only when the intervals clear the target, and UNRESOLVED when they
   straddle it: the instruction counts then decide.  Instruction-count
@@ -23,55 +25,41 @@ Invariants:
 from __future__ import annotations
 
 import math
-import random
 import statistics
 
-from .common import (BOOT_RESAMPLES, BOOT_SEED, COST_RATE, TARGET_COST_RATIO,
-                     TARGET_MAX_1E4, TARGET_MEDIAN_1E4, TARGET_STOCK_RATIO, fmt_ci, pct,
-                     rate_key)
+from memprof_ci.decide.stats import paired_overhead_interval
+
+from .common import (COST_RATE, TARGET_COST_RATIO, TARGET_MAX_1E4, TARGET_MEDIAN_1E4,
+                     TARGET_STOCK_RATIO, fmt_ci, pct, rate_key)
 
 UNRESOLVED = "UNRESOLVED (see instructions)"
 
 
 def overhead_ci(on: list[float], off: list[float]) -> tuple[float, float, float]:
-    """median(on)/median(off) - 1 and its 95% percentile bootstrap interval."""
-    med = statistics.median
-    est = med(on) / med(off) - 1
-    if len(on) < 2 or len(off) < 2:
-        return est, est, est
-    rng = random.Random(BOOT_SEED)
-    n_on, n_off = len(on), len(off)
-    stats = []
-    for _ in range(BOOT_RESAMPLES):
-        a = [on[rng.randrange(n_on)] for _ in range(n_on)]
-        b = [off[rng.randrange(n_off)] for _ in range(n_off)]
-        stats.append(med(a) / med(b) - 1)
-    stats.sort()
-    lo = stats[int(0.025 * BOOT_RESAMPLES)]
-    hi = stats[int(math.ceil(0.975 * BOOT_RESAMPLES)) - 1]
-    return est, min(lo, est), max(hi, est)
+    """The overhead of paired rounds (on[i] and off[i] timed in round i) and
+    its interval: median(on[i] / off[i]) - 1 with the distribution-free
+    interval of memprof_ci.decide.stats.paired_overhead_interval."""
+    est, lo, hi, _ = paired_overhead_interval(on, off)
+    return est, lo, hi
 
 
 def cost_ratio_ci(c: dict, o: dict) -> tuple[float, float] | None:
-    """95% percentile bootstrap interval of the per-sample cost ratio C/OCaml,
-    (median(on) - median(off)) / samples for each tracker, with the four sets of
-    run times resampled independently (same RNG seed as overhead_ci)."""
+    """Interval of the per-sample cost ratio C / OCaml from paired rounds:
+    in round i, ((c.on[i] - c.off[i]) / c.samples) / ((o.on[i] - o.off[i])
+    / o.samples), and the distribution-free interval of its median
+    (paired_overhead_interval).  None without sample counts, with fewer than
+    two rounds, or when the OCaml tracker's cost is not positive in every
+    round (the ratio is then not defined)."""
     sets = [c["on"], c["off"], o["on"], o["off"]]
-    if not (c["samples"] and o["samples"]) or any(len(x) < 2 for x in sets):
+    if not (c["samples"] and o["samples"]) or len({len(x) for x in sets}) != 1 \
+            or len(c["on"]) < 2:
         return None
-    med = statistics.median
-    rng = random.Random(BOOT_SEED)
-    stats = []
-    for _ in range(BOOT_RESAMPLES):
-        a, b, x, y = ([t[rng.randrange(len(t))] for _ in t] for t in sets)
-        cost_o = (med(x) - med(y)) / o["samples"]
-        if cost_o > 0:
-            stats.append((med(a) - med(b)) / c["samples"] / cost_o)
-    if len(stats) < 0.95 * BOOT_RESAMPLES:
-        return None       # the OCaml tracker's cost itself is not resolved
-    stats.sort()
-    n = len(stats)
-    return stats[int(0.025 * n)], stats[int(math.ceil(0.975 * n)) - 1]
+    num = [(a - b) * o["samples"] for a, b in zip(c["on"], c["off"])]
+    den = [(a - b) * c["samples"] for a, b in zip(o["on"], o["off"])]
+    if min(den) <= 0:
+        return None
+    _, lo, hi, _ = paired_overhead_interval(num, den)
+    return 1 + lo, 1 + hi
 
 
 def _ns_per_sample(t: dict, k: str) -> float | None:
@@ -117,7 +105,7 @@ def analyse_timing(timing: dict, pre: dict, rates: list[float]) -> dict:
 
 
 def interval_verdict(lows: list[float], highs: list[float], target: float) -> str:
-    """Verdict on "every value is below target" from 95% intervals: wall time
+    """Verdict on "every value is below target" from intervals: wall time
     decides only when the intervals clear the target; when one straddles it,
     the instruction counts decide."""
     if not lows:
@@ -151,7 +139,7 @@ def _wall_rows(c4: dict) -> list[dict]:
     wall = {n: a["overhead"] for n, a in c4.items()}
     med = statistics.median(wall.values()) if wall else None
     halfw = [(a["ci_high"] - a["ci_low"]) / 2 for a in c4.values()]
-    res_note = (f"; median 95% CI half-width ±{statistics.median(halfw) * 100:.1f}%"
+    res_note = (f"; median CI half-width ±{statistics.median(halfw) * 100:.1f}%"
                 if halfw else "")
     med_low = statistics.median(a["ci_low"] for a in c4.values()) if c4 else None
     med_high = statistics.median(a["ci_high"] for a in c4.values()) if c4 else None
@@ -211,7 +199,7 @@ def _cost_row(ok: dict) -> dict:
     clo = statistics.median(x[0] for x in cis) if cis else None
     chi = statistics.median(x[1] for x in cis) if cis else None
     if cis:
-        shown += f"; median benchmark's 95% CI [{clo:.3f}, {chi:.3f}]"
+        shown += f"; median benchmark's CI [{clo:.3f}, {chi:.3f}]"
     return {"id": "cost_ratio_1e-2", "metric":
             "per-sample cost C / OCaml tracker at 1e-2, median over benchmarks",
             "value": cmed, "max": cmax,

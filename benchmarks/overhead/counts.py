@@ -1,8 +1,8 @@
 """Counted runs of one program, as the overhead check makes them, repeated.
 
-Job: show what the harness's overhead check counts (memprof_ci.measure.cachegrind,
-memprof_ci.measure.overhead) for one program at one size and rate, and whether
-repeated runs agree.  Runs the program RUNS times with profiling off and
+Job: show what the harness's overhead check counts (memprof_ci.measure.overhead,
+with the overhead library's memprof_ci.measure.drivers.cachegrind) for one
+program at one size and rate, and whether repeated runs agree.  Runs the program RUNS times with profiling off and
 RUNS times on (OCAMLMEMPROF=rate=RATE,seed=1, the profile to standard
 output), each under cachegrind with the check's cache model, in the
 check's environment (PATH only), with thread creation refused as for a
@@ -14,18 +14,18 @@ estimated cycles and instructions (medians).
 Invariants: prints figures only, no thresholds; a bad argument or a failed
 run is one line on stderr and exit 2.
 
-Usage: counts.py PROGRAM 'ARGS' RATE RUNS [--threads]
+Usage (harness/ and benchmarks/ on PYTHONPATH, as the package README says):
+    python3 -m overhead.counts PROGRAM 'ARGS' RATE RUNS [--threads]
 """
 
 import os
 import statistics
 import sys
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
-from memprof_ci.measure import cachegrind as counted  # noqa: E402
-from memprof_ci.measure.runner import memprof_env_value  # noqa: E402
-from overhead import script_args  # noqa: E402
+from memprof_ci.measure.drivers import cachegrind as counted
+from memprof_ci.measure.runner import memprof_env_value
+
+from . import script_args
 
 
 def _side(argv: list, on: bool, rate: float, runs: int, threads: bool) -> list:

@@ -6,10 +6,11 @@ tracker at 1e-4, stock binary) and, for the per-sample instruction cost,
 four more at `cost_scale` (C tracker off and at 1e-2, OCaml tracker off and
 at 1e-2), then forms the ratios C/off and patched/stock and the per-sample
 costs.
-Each run is memprof_ci.measure.cachegrind.count (the harness's overhead check counts
-the same way, with its cache simulation on), under callgrind without cache
-simulation, with valgrind's fair scheduling for a benchmark the manifest
-marks `concurrent`.
+Each run is memprof_ci.measure.drivers.cachegrind.count (the overhead
+library's valgrind driver, which the harness's overhead check counts with,
+its cache simulation on), here under callgrind without cache simulation,
+with valgrind's fair scheduling for a benchmark the manifest marks
+`concurrent`.
 Invariants: counts are deterministic except for the concurrent benchmarks,
 which are run `repeats` times per config and get a [min, max] range of
 their ratios (and, at exit, where the runtime's profile-sorting thread
@@ -29,7 +30,7 @@ import shutil
 import statistics
 import time
 
-from memprof_ci.measure import cachegrind as counted
+from memprof_ci.measure.drivers import cachegrind as counted
 from memprof_ci.inputs.manifest import Benchmark
 
 from .common import CALLGRIND_RATE, COST_RATE, SEED, log

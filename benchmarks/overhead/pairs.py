@@ -2,16 +2,18 @@
 
 Job: the wall-time and CPU-time (user + system) cost of profiling one
 program at one rate, on a machine too noisy for unpaired timings. Each pair
-runs the same binary once with OCAMLMEMPROF=rate=<rate>,seed=1 and once
-without, in alternating order (profiled first on even pairs), and the
-ratio profiled / unprofiled is taken within the pair. Printed, with the
-load average at the end: for wall time and for CPU time (user + system,
-all threads) the median ratio, its distribution-free interval
-(memprof_ci.decide.stats.paired_overhead_interval, the harness's own) and the
-range; the mean within-pair difference in system time, the kernel's
-share (page faults, the profile's write): the mean, as the kernel counts
-a process's system time in whole clock ticks, which a median would
-round; and the peak RSS of one more run a side (memprof_ci.measure.overhead_rss).
+is one round of the overhead library's hyperfine driver
+(memprof_ci.measure.drivers.hyperfine, the gate's own): the same binary
+once with OCAMLMEMPROF=rate=<rate>,seed=1 and once without, in alternating
+order (profiled first on even pairs), and the ratio profiled / unprofiled
+is taken within the pair. Printed, with the load average at the end: for
+wall time and for CPU time (user + system, all threads) the median ratio,
+its distribution-free interval (memprof_ci.decide.stats.paired_overhead_interval,
+the harness's own) and the range; the mean within-pair difference in
+system time, the kernel's share (page faults, the profile's write): the
+mean, as the kernel counts a process's system time in whole clock ticks,
+which a median would round; and the peak RSS of one more run a side (the
+library's RSS measure, memprof_ci.measure.drivers.peak_rss).
 
 Invariants: the program's output is discarded and its profile goes to a
 private temporary directory removed afterwards; a bad argument or a failed
@@ -24,35 +26,47 @@ With --versus-binary=OTHER nothing is profiled (RATE is not used): PROGRAM
 runs against OTHER, the same program built another way (by stock OCaml,
 say), with the same arguments: what the build costs with profiling off.
 
-Usage: pairs.py PROGRAM 'ARGS' RATE PAIRS [--extra=ITEMS [--versus-profiled]]
-       pairs.py PROGRAM 'ARGS' RATE PAIRS --versus-binary=OTHER
+Usage (harness/ and benchmarks/ on PYTHONPATH, as the package README says):
+    python3 -m overhead.pairs PROGRAM 'ARGS' RATE PAIRS [--extra=ITEMS [--versus-profiled]]
+    python3 -m overhead.pairs PROGRAM 'ARGS' RATE PAIRS --versus-binary=OTHER
 """
 
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(_HERE, "..", "..", "harness"), os.path.join(_HERE, "..")]
-from memprof_ci.errors import InfraError  # noqa: E402
-from memprof_ci.measure.overhead_rss import peak_kb  # noqa: E402
-from memprof_ci.decide.stats import paired_overhead_interval  # noqa: E402
-from overhead import script_args  # noqa: E402
+from memprof_ci.decide.stats import paired_overhead_interval
+from memprof_ci.errors import InfraError
+from memprof_ci.measure.drivers import hyperfine
+from memprof_ci.measure.drivers.peak_rss import peak_kb
+
+from . import script_args
+
+ROUND_TIMEOUT = 7200
 
 
-def _run(argv: list[str], env: dict) -> tuple[float, float, float]:
-    """(wall s, CPU s, system CPU s) of one run of argv."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-    t1 = time.perf_counter()
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-    return t1 - t0, cpu, r1.ru_stime - r0.ru_stime
+def _as_argv(argv: list, env: dict, base: dict) -> list:
+    """argv run through `env` with OCAMLMEMPROF as `env` has it (hyperfine
+    runs every command of a round in `base`)."""
+    if "OCAMLMEMPROF" in env:
+        return hyperfine.env_argv(argv, {"OCAMLMEMPROF": env["OCAMLMEMPROF"]})
+    return hyperfine.env_argv(argv, unset=("OCAMLMEMPROF",))
+
+
+def _pairs(count: int, tmp: str, on: tuple, off: tuple, base: dict) -> dict:
+    """`count` rounds of (argv, env) `on` and `off`, profiled first on even
+    rounds, each round's profiles removed after it: {"on"|"off": [Run]}."""
+    sides = [("on", _as_argv(*on, base)), ("off", _as_argv(*off, base))]
+    runs: dict = {"on": [], "off": []}
+    for i in range(count):
+        (done,) = hyperfine.interleaved(sides, 1, first=i, cwd=None, env=base,
+                                        timeout=ROUND_TIMEOUT)
+        for side, run in done.items():
+            runs[side].append(run)
+        for f in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, f))
+    return runs
 
 
 def _summary(on: list[float], off: list[float]) -> str:
@@ -78,7 +92,6 @@ def main(args: list[str]) -> int:
     exe, prog_args, rate_s, _, pairs, argv = a
     base = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     ref_argv = argv if other is None else [other, *argv[1:]]
-    runs: dict = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
         # A new file per run (%p), removed after its pair: replacing the last
         # run's profile would add its removal to the profiled time, and
@@ -87,23 +100,17 @@ def main(args: list[str]) -> int:
         prof = dict(base, OCAMLMEMPROF=plain + (f",{extra}" if extra else ""))
         if other is not None:
             prof = base
-        if versus:
-            base = dict(base, OCAMLMEMPROF=plain)
+        ref = dict(base, OCAMLMEMPROF=plain) if versus else base
         try:
-            for i in range(pairs):
-                order = (True, False) if i % 2 == 0 else (False, True)
-                for p in order:
-                    runs[p].append(_run(argv if p else ref_argv, prof if p else base))
-                for f in os.listdir(tmp):
-                    os.unlink(os.path.join(tmp, f))
-            # Peak RSS: one more run a side under the harness's launcher
+            runs = _pairs(pairs, tmp, (argv, prof), (ref_argv, ref), base)
+            # Peak RSS: one more run a side under the library's launcher
             # (this interpreter's own size would mask a child's).
-            rss = {p: peak_kb(argv if p else ref_argv, prof if p else base, None, 3600,
-                              ref_argv[0] if not p else exe) for p in (False, True)}
-        except (OSError, subprocess.CalledProcessError, InfraError) as e:
+            rss = {False: peak_kb(ref_argv, ref, None, 3600, ref_argv[0]),
+                   True: peak_kb(argv, prof, None, 3600, exe)}
+        except (OSError, InfraError) as e:
             print(f"pairs.py: running {exe}: {e}", file=sys.stderr)
             return 2
-    on, off = (list(zip(*runs[p])) for p in (True, False))
+    on, off = (list(zip(*runs[p])) for p in ("on", "off"))
     sys_ms = statistics.fmean(a - b for a, b in zip(on[2], off[2])) * 1e3
     what = f"rate={rate_s}" + (f",{extra}" if extra else "") + \
         (f" against rate={rate_s}" if versus else "")

@@ -29,7 +29,7 @@ def _header(meta: dict, callgrind: dict | None) -> list[str]:
                  f"times and counts (`--reanalyse`); nothing was run again.\n")
     L.append(f"- Wall time: {meta['hyperfine']}, `-N`, {meta['runs']} interleaved rounds "
              f"(each variant once per round, rotated order; {meta['warmup']} warmup run per "
-             f"variant in round 1). Overhead = median(on) / median(off) − 1.")
+             f"variant in round 1). Overhead = median over rounds of on / off − 1.")
     L.append(f"- Interval: {CI_METHOD}.")
     L.append(f"- C tracker: `OCAMLMEMPROF=rate=R,seed={SEED},frames=F,out=<tmp>` vs the same "
              f"binary with it unset. OCaml tracker: `ocamltracker/<name>.exe` with "
@@ -67,7 +67,7 @@ def _wall_tables(results: dict, ks: list[str]) -> list[str]:
         L.append("")
     for tracker, title in (("c", "C tracker (built-in)"), ("ocaml", "OCaml-level tracker")):
         L.append(f"## Wall-time overhead: {title}\n")
-        L.append("median [95% CI] per benchmark and rate.\n")
+        L.append("median [interval] per benchmark and rate.\n")
         L.append("| benchmark | " + " | ".join(ks) + " |")
         L.append("| --- |" + " --- |" * len(ks))
         for n, r in results.items():
@@ -95,7 +95,7 @@ def _cost_table(results: dict, ks: list[str]) -> list[str]:
          "`totals.samples` (last timed run) and from the OCaml tracker's stderr "
          "summary line (one separate run).\n",
          "| benchmark | C samples | C ns/sample | OCaml samples | OCaml ns/sample | "
-         "ratio C/OCaml | 95% CI |",
+         "ratio C/OCaml | interval |",
          "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
 
     def f(x):

@@ -1,17 +1,15 @@
 """The command line PROGRAM 'ARGS' RATE COUNT of the measuring scripts.
 
-Job: pairs.py and counts.py each take a program, its arguments as one
-string (split on white space), a profiling rate and a count of runs or
-pairs; this module checks those four words once for both.
+Job: pairs and counts (run as `python3 -m overhead.pairs`, `-m
+overhead.counts`) each take a program, its arguments as one string (split
+on white space), a profiling rate and a count of runs or pairs; this
+module checks those four words once for both.
 
 Invariants: standard library only, so that importing it loads nothing of
 the harness; a wrong number of words, a RATE or COUNT that is not a number,
 a RATE outside (0, 1] or a COUNT outside 1..most is one line on stderr
 naming the script and the word, and None (the script exits 2); nothing is
-run or written.  The scripts import it as overhead.script_args, with the
-benchmarks/ directory on sys.path, so that the same import works when a
-script is run as a file from any directory and when the overhead package
-imports it as a module.
+run or written.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 preflight runs each profiled variant once; time_benchmark times every
 variant of one benchmark (C tracker off and at each rate, OCaml tracker off
 and at each rate) and returns the raw per-run times.
-Invariants: the variants are interleaved: every round runs each variant
-once (hyperfine -N --runs 1) in a rotated order, so drift over the
-measurement hits on and off alike; one process runs at a time; the result
+Invariants: the variants are interleaved by the overhead library's
+hyperfine driver (memprof_ci.measure.drivers.hyperfine, the gate's own):
+every round runs each variant once (hyperfine -N --runs 1) in a rotated
+order, so drift over the measurement hits on and off alike, and the runs
+of one round pair up; one process runs at a time; the result
 holds every per-run time (nothing is summarised here except each variant's
 median); a failure raises StudyError naming the benchmark, or the
 subprocess or OS error itself, for the caller to record.
@@ -14,13 +16,13 @@ subprocess or OS error itself, for the caller to record.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import shlex
 import statistics
 import subprocess
 
 from memprof_ci.inputs.manifest import Benchmark
+from memprof_ci.measure.drivers import hyperfine
 from memprof_ci.measure.runner import memprof_env_value
 
 from .common import SEED, StudyError, rate_key
@@ -94,29 +96,16 @@ def time_benchmark(bench: Benchmark, exes: dict, rates: list[float], runs: int,
     variants, profs = _variants(bench, exes, rates, tmp)
     times = {v[0]: [] for v in variants}
     n = len(variants)
-    step = max(1, n // max(1, runs))
-    js = os.path.join(tmp, f"{bench.name}.hyperfine.json")
-    for rnd in range(runs):
-        k = (rnd * step) % n
-        order = variants[k:] + variants[:k]
-        cmd = ["hyperfine", "-N", "--style", "none", "--runs", "1",
-               "--warmup", str(warmup if rnd == 0 else 0), "--export-json", js]
-        for vid, _, _, argv in order:
-            cmd += ["-n", vid, shlex.join(argv)]
-        limit = bench.timeout * n * (2 + warmup) + 60
-        try:
-            r = subprocess.run(cmd, cwd=bench.cwd, env=base_env(bench),
-                               stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                               timeout=limit)
-        except subprocess.TimeoutExpired:
-            raise StudyError(f"{bench.name}: hyperfine round {rnd + 1} timed out "
-                             f"after {limit:g}s") from None
-        if r.returncode != 0:
-            tail = r.stderr.strip().replace("\n", " | ")[-400:]
-            raise StudyError(f"{bench.name}: hyperfine failed (status {r.returncode}): {tail}")
-        with open(js) as fh:
-            for res in json.load(fh)["results"]:
-                times[res["command"]].extend(float(t) for t in res["times"])
+    limit = bench.timeout * n * (2 + warmup) + 60
+    try:
+        rounds = hyperfine.interleaved([(vid, argv) for vid, _, _, argv in variants], runs,
+                                       step=max(1, n // max(1, runs)), warmup=warmup,
+                                       cwd=bench.cwd, env=base_env(bench), timeout=limit)
+    except hyperfine.HyperfineError as e:
+        raise StudyError(f"{bench.name}: {e}") from None
+    for done in rounds:
+        for vid, run in done.items():
+            times[vid].append(run.wall)
     out = {"c": {}, "ocaml": {}}
     for vid, tracker, k, argv in variants:
         entry = {"command": shlex.join(argv), "times_s": times[vid],

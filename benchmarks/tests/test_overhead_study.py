@@ -1,24 +1,21 @@
 """The overhead study (benchmarks/overhead): its verdict rule for noisy wall
-times (PASS or MISS only when the 95% intervals clear the target,
-UNRESOLVED otherwise), --reanalyse, and its use of the harness's manifest
-reader."""
+times (PASS or MISS only when the intervals clear the target, UNRESOLVED
+otherwise), --reanalyse, its use of the harness's manifest reader, and of
+the overhead library the gate uses (memprof_ci.measure.drivers and the
+paired interval): no module of it times, counts or edits sys.path itself."""
 
+import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-# The study is run as PYTHONPATH=harness:benchmarks python3 -m overhead.
-for d in (ROOT / "harness", ROOT / "benchmarks"):
-    if str(d) not in sys.path:
-        sys.path.insert(0, str(d))
+from memprof_ci.decide.stats import paired_overhead_interval
+from memprof_ci.inputs.manifest import SETTINGS
+from overhead import analysis, cli, instructions
+from overhead.common import rate_key
 
-from memprof_ci.inputs.manifest import SETTINGS  # noqa: E402
-from overhead import analysis, cli, instructions  # noqa: E402
-from overhead.common import rate_key  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("lows, highs, expected", [
@@ -204,15 +201,60 @@ def test_timing_rounds_write_a_profile_per_run_and_read_its_samples(tmp_path):
     assert samples > 0 and out["c"]["1e-2"]["samples"] == samples
 
 
-def test_the_study_loads_neither_numpy_nor_scipy():
-    # Its modules import the harness's stdlib-only modules alone (the
-    # package docstring's promise); pairs.py is a separate script.
-    mods = sorted(p.stem for p in (ROOT / "benchmarks" / "overhead").glob("*.py")
-                  if p.stem not in ("pairs", "__main__"))
-    code = ("import sys\n" + "".join(f"import overhead.{m}\n" for m in mods)
-            + "print(sorted(k for k in ('numpy', 'scipy') if k in sys.modules))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": f"{ROOT / 'harness'}:{ROOT / 'benchmarks'}",
-                            "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == ["[]"]
+def test_the_wall_interval_is_the_gates_paired_interval():
+    """Rounds that a slow phase of the machine stretches, on and off alike:
+    the study's overhead and interval are those of the runs paired by round
+    (the gate's method), +10% exactly, where unpaired per-run times would
+    spread over the phases."""
+    off = [1.0, 2.0, 1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+    on = [x * 1.1 for x in off]
+    est, lo, hi = analysis.overhead_ci(on, off)
+    assert (est, lo, hi) == pytest.approx((0.1, 0.1, 0.1))
+    assert (est, lo, hi) == paired_overhead_interval(on, off)[:3]
+    # The per-sample cost ratio pairs its rounds alike: C's cost per round
+    # a quarter of OCaml's, whatever the phase.
+    c = {"on": [x + 0.1 * x for x in off], "off": off, "samples": 1000}
+    o = {"on": [x + 0.4 * x for x in off], "off": off, "samples": 1000}
+    assert analysis.cost_ratio_ci(c, o) == pytest.approx((0.25, 0.25))
+
+
+def _argv_of_a_tool(n) -> str | None:
+    """The tool a list literal is the command line of ("hyperfine" or
+    "valgrind"; asking for its version aside), or None."""
+    words = [e.value if isinstance(e, ast.Constant) else None for e in n.elts]
+    if words and words[0] in ("hyperfine", "valgrind") and words[1:] != ["--version"]:
+        return words[0]
+    return None
+
+
+def driver_breaches(sources: dict) -> list:
+    """What a study module does that belongs to the overhead library: edit
+    sys.path, build a hyperfine or valgrind command line itself, or time a
+    run with its own clock or rusage."""
+    out = []
+    for name, src in sources.items():
+        for n in ast.walk(ast.parse(src)):
+            if isinstance(n, ast.Attribute) and ast.unparse(n) == "sys.path":
+                out.append(f"{name}:{n.lineno} edits sys.path")
+            elif isinstance(n, ast.List) and _argv_of_a_tool(n):
+                out.append(f"{name}:{n.lineno} runs {_argv_of_a_tool(n)} itself")
+            elif isinstance(n, ast.Call) and ast.unparse(n.func) in (
+                    "time.perf_counter", "resource.getrusage", "os.wait4"):
+                out.append(f"{name}:{n.lineno} times with {ast.unparse(n.func)}")
+    return out
+
+
+def test_the_study_measures_only_through_the_overhead_library():
+    sources = {p.name: p.read_text() for p in
+               [*(ROOT / "benchmarks" / "overhead").glob("*.py"),
+                ROOT / "benchmarks" / "trace_cost.py"]}
+    assert len(sources) > 10 and driver_breaches(sources) == []
+    # The check sees each breach.
+    assert driver_breaches({
+        "a.py": "import sys\nsys.path[:0] = ['x']\n",
+        "b.py": "cmd = ['hyperfine', '-N', x]\nsubprocess.run(cmd)\n",
+        "c.py": "subprocess.run(['valgrind', '--tool=callgrind', *argv])\n",
+        "d.py": "t0 = time.perf_counter()\n",
+        "e.py": "v = tool_version(['hyperfine', '--version'])\n"}) == [
+        "a.py:2 edits sys.path", "b.py:1 runs hyperfine itself",
+        "c.py:1 runs valgrind itself", "d.py:1 times with time.perf_counter"]

@@ -1,8 +1,10 @@
-"""benchmarks/overhead/pairs.py, the paired wall-time measurement of one
-program: what it prints (each figure from the runs it made, the interval
-from the harness's own paired_overhead_interval), that it removes each
-run's profile, and one line with exit 2 for a bad argument or a failed run."""
+"""benchmarks/overhead/pairs.py (`python3 -m overhead.pairs`), the paired
+wall-time measurement of one program: what it prints (each figure from the
+hyperfine rounds of the overhead library, the interval from the harness's
+own paired_overhead_interval), that it removes each run's profile, and one
+line with exit 2 for a bad argument or a failed run."""
 
+import os
 import re
 import subprocess
 import sys
@@ -11,12 +13,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAIRS = ROOT / "benchmarks/overhead/pairs.py"
+# The study's modules run with the harness and benchmarks/ on PYTHONPATH.
+ENV = dict(os.environ, PYTHONPATH=f"{ROOT / 'harness'}:{ROOT / 'benchmarks'}")
 
 
 def pairs(*args):
-    return subprocess.run([sys.executable, str(PAIRS), *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "overhead.pairs", *map(str, args)],
+                          capture_output=True, text=True, timeout=120, env=ENV)
 
 
 def test_prints_ratios_interval_and_system_time(tmp_path):

@@ -1,8 +1,9 @@
 """The command line that benchmarks/overhead/pairs.py and counts.py share
 (overhead/script_args.py), reached both ways the scripts are used: run as
-files by /usr/bin/python3 from another directory with no PYTHONPATH, and
-imported as modules of the overhead package.  Each bad command line is one
-line naming the script, exit 2, nothing on stdout."""
+`python3 -m overhead.pairs` (or `.counts`) from another directory, the
+harness and benchmarks/ on PYTHONPATH, and imported as modules of the
+overhead package.  Each bad command line is one line naming the script,
+exit 2, nothing on stdout."""
 
 import os
 import subprocess
@@ -13,7 +14,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = {"pairs.py": ("PAIRS", "1..1000"), "counts.py": ("RUNS", "1..100")}
-ENV = {"PATH": os.environ.get("PATH", os.defpath)}      # no PYTHONPATH
+ENV = {"PATH": os.environ.get("PATH", os.defpath),
+       "PYTHONPATH": f"{ROOT / 'harness'}:{ROOT / 'benchmarks'}"}
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS))
@@ -25,10 +27,10 @@ ENV = {"PATH": os.environ.get("PATH", os.defpath)}      # no PYTHONPATH
     (["/bin/true", "", "1e-4", "0"], "{s}: RATE must be in (0, 1] and {c} in {r}"),
     (["/bin/true", "", "1e-4", "100001"], "{s}: RATE must be in (0, 1] and {c} in {r}"),
 ])
-def test_run_as_a_file_from_elsewhere_a_bad_command_line_is_one_line(tmp_path, script,
-                                                                    args, msg):
+def test_run_as_a_module_from_elsewhere_a_bad_command_line_is_one_line(tmp_path, script,
+                                                                      args, msg):
     count, most = SCRIPTS[script]
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead" / script), *args],
+    r = subprocess.run([sys.executable, "-m", "overhead." + script[:-3], *args],
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stdout == "", r.stderr
     assert r.stderr.count("\n") == 1, r.stderr
@@ -36,7 +38,7 @@ def test_run_as_a_file_from_elsewhere_a_bad_command_line_is_one_line(tmp_path, s
 
 
 def test_counts_usage_names_its_own_flag(tmp_path):
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead" / "counts.py")],
+    r = subprocess.run([sys.executable, "-m", "overhead.counts"],
                        cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.rstrip().endswith("RATE RUNS [--threads]"), r.stderr
 
@@ -53,7 +55,7 @@ def test_both_scripts_import_as_modules_of_the_package(tmp_path):
             "    print(err.getvalue().strip())\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                        text=True, timeout=120,
-                       env=dict(ENV, PYTHONPATH=f"{ROOT / 'harness'}:{ROOT / 'benchmarks'}"))
+                       env=ENV)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["counts.py: RATE must be in (0, 1] and RUNS in 1..100",
                                      "pairs.py: RATE must be in (0, 1] and PAIRS in 1..1000"]

@@ -216,7 +216,8 @@ def _concurrent(on_irs, off_irs=(1_000_000,) * 3):
     """A concurrent benchmark and its baseline counted three times a side
     (instructions only: no misses), recorded on patch 1111222233334444."""
     from types import SimpleNamespace as NS
-    from memprof_ci.measure import cachegrind, overhead
+    from memprof_ci.measure import overhead
+    from memprof_ci.measure.drivers import cachegrind
     bench = NS(name="par", concurrent=True, command=["./par.exe", "9"], overhead_args=None,
                cwd="/x", env={}, profiled_rate=1e-3, seeds=[1], frames=16,
                overhead_budget=0.10, overhead_tolerance=0.10)

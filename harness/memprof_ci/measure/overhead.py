@@ -54,12 +54,12 @@ import math
 import os
 import statistics
 
-from . import cachegrind
+from .drivers import cachegrind
 from . import overhead_rss, overhead_time
 from ..inputs import validate as V
 from ..errors import InfraError, InputError
 from .runner import memprof_env_value, program_argv0
-from .nothreads import UNFILTERED
+from .drivers.nothreads import UNFILTERED
 
 MEASURE = "cycles"
 CONCURRENT_REPEATS = 3

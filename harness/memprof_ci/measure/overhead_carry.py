@@ -60,7 +60,8 @@ from __future__ import annotations
 
 import statistics
 
-from . import cachegrind, schedule
+from . import schedule
+from .drivers import cachegrind
 from .overhead import counted_args, counted_key, threshold_for
 
 # An estimate within this share of the limit is not trusted: the run counts.

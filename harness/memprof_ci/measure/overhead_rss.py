@@ -2,8 +2,9 @@
 
 The benchmark's command runs RUNS times with profiling off and as often on
 (at the benchmark's profiled rate, first seed, profile written to a
-scratch file), alternating, each under a small launcher (LAUNCHER) that
-reaps it with os.wait4, whose rusage gives its peak RSS (Linux: kilobytes).
+scratch file), alternating, each measured by the overhead library's RSS
+measure (drivers/peak_rss.py: reaped with os.wait4, whose rusage gives its
+peak RSS; Linux: kilobytes).
 The added peak RSS is median(on) - median(off), in bytes: what the
 tracker's sites, tables and output cost at the top of the program's
 memory.  It is information, shown beside the overhead and never judged.
@@ -17,66 +18,17 @@ an added size its runs do not give.
 from __future__ import annotations
 
 import os
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 
 from ..inputs import validate as V
-from ..errors import InfraError, InputError
+from ..errors import InputError
+from .drivers.peak_rss import peak_kb
 from .runner import bench_env, memprof_env_value
 
 RUNS = 1                     # per side: peaks repeat to within 1%
 KB = 1024
 MAX_RUNS = 100
-
-
-# The launcher: forks, runs the command (its stderr to /dev/null) and
-# prints the child's status and peak RSS from wait4 on its own stderr.
-# Linux carries a process's peak RSS across fork and exec, so a child of
-# the harness's own (large) interpreter would report at least the
-# harness's size; a fresh `python3 -S -I` is about 6 MB, the floor below
-# which a program's peak cannot be seen.
-LAUNCHER = """\
-import os, sys
-pid = os.fork()
-if pid == 0:
-    try:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, 2)
-        os.execvp(sys.argv[1], sys.argv[1:])
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-sys.stderr.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}\\n")
-"""
-
-
-def peak_kb(argv: list, env: dict, cwd: str | None, timeout: float, what: str) -> int:
-    """One run of argv under the launcher; its peak RSS in kilobytes.
-    Failures raise InfraError naming `what`."""
-    try:
-        p = subprocess.Popen([sys.executable, "-S", "-I", "-c", LAUNCHER, *argv],
-                             cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             start_new_session=True)
-    except OSError as e:
-        raise InfraError(f"{what}: cannot run {argv[0]} for its peak RSS: "
-                         f"{e.strerror or e}") from None
-    try:
-        _, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        raise InfraError(f"{what}: the peak RSS run timed out after {timeout:g}s") from None
-    fields = err.decode("ascii", "replace").split()
-    if p.returncode != 0 or len(fields) != 2 or not all(f.lstrip("-").isdigit() for f in fields):
-        raise InfraError(f"{what}: the peak RSS launcher failed (status {p.returncode})")
-    status, kb = int(fields[0]), int(fields[1])
-    if status != 0:
-        raise InfraError(f"{what}: the peak RSS run exited with status {status}")
-    return kb
 
 
 def _peak_kb(bench, env: dict) -> int:

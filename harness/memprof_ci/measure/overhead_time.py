@@ -1,12 +1,13 @@
 """Timing profiling's cost: paired hyperfine rounds, reported with their spread.
 
 Runs the benchmark command with profiling off and on (at the benchmark's
-rate) under `hyperfine -N --export-json`, both through `env` so the two
-commands differ only in OCAMLMEMPROF.  Each of `overhead_runs` rounds is
-one hyperfine call timing one run of each, back to back, in alternating
-order, and the per-round ratios on / off of CPU time (user + system, as
-the kernel counts them) and of wall time give a median and its
-distribution-free interval (stats.paired_overhead_interval).
+rate) through the overhead library's hyperfine driver (drivers/hyperfine.py),
+both through `env` so the two commands differ only in OCAMLMEMPROF.  Each
+of `overhead_runs` rounds is one hyperfine call timing one run of each,
+back to back, in alternating order, and the per-round ratios on / off
+of CPU time (user + system, as the kernel counts them) and of wall time
+give a median and its distribution-free interval
+(stats.paired_overhead_interval).
 
 A measurement is labelled noisy (noise()) when either side's runs spread
 by more than NOISE_SPREAD (slowest / fastest: the two speeds of a machine
@@ -26,15 +27,12 @@ against its own threshold; every figure derives from them.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
-import shutil
-import subprocess
 import tempfile
 
 from ..inputs import validate as V
 from ..errors import InfraError, InputError
+from .drivers import hyperfine as hf
 from .runner import bench_env, memprof_env_value
 from ..decide.stats import overhead_sign_test, paired_overhead_interval, rounds_for_level
 
@@ -49,32 +47,21 @@ def measure(bench, work_dir: str, hyperfine: str = "hyperfine",
     """Time `bench.overhead_runs` paired rounds; when the benchmark's time is
     judged and they put CPU time over `threshold`, time more rounds (up to
     rounds_for_level(level)).  Returns the time record (parse() shape)."""
-    exe = shutil.which(hyperfine)
-    if exe is None:
-        raise InfraError("hyperfine not found on PATH; install it (>= 1.13) or pass "
-                         "--no-overhead")
+    _hyperfine_or_error(hyperfine)
     os.makedirs(work_dir, exist_ok=True)
     lists = {k: [] for k in LISTS}
     with tempfile.TemporaryDirectory(dir=work_dir) as tmp:
         prof = os.path.join(tmp, f"{bench.name}.overhead.json")
-        js = os.path.join(tmp, "hyperfine.json")
-        off = shlex.join(["env", "-u", "OCAMLMEMPROF", *bench.command])
-        on = shlex.join(["env", "OCAMLMEMPROF=" + memprof_env_value(
-            bench.profiled_rate, bench.seeds[0], bench.frames, prof, per_process=True),
-            *bench.command])
+        sides = [("off", hf.env_argv(bench.command, unset=("OCAMLMEMPROF",))),
+                 ("on", hf.env_argv(bench.command, {"OCAMLMEMPROF": memprof_env_value(
+                     bench.profiled_rate, bench.seeds[0], bench.frames, prof,
+                     per_process=True)}))]
 
         def rounds(count):
-            for _ in range(count):
-                pair = [("off", off), ("on", on)]
-                if len(lists["cpu_on_s"]) % 2:
-                    pair.reverse()
-                cmd = [exe, "-N", "--style", "none", "--runs", "1", "--export-json", js]
-                for name, command in pair:
-                    cmd += ["-n", name, command]
-                times = _hyperfine(bench, cmd, js)
+            for times in _rounds(bench, sides, hyperfine, len(lists["cpu_on_s"]), count):
                 for side in ("on", "off"):
-                    lists[f"wall_{side}_s"].append(times[side][0])
-                    lists[f"cpu_{side}_s"].append(times[side][1])
+                    lists[f"wall_{side}_s"].append(times[side].wall)
+                    lists[f"cpu_{side}_s"].append(times[side].cpu)
 
         rounds(bench.overhead_runs)
         screened = False
@@ -87,31 +74,22 @@ def measure(bench, work_dir: str, hyperfine: str = "hyperfine",
                          "first_rounds": bench.overhead_runs})
 
 
-def _hyperfine(bench, cmd: list, js: str) -> dict:
-    """One hyperfine call; returns {name: (wall, CPU) seconds of its single
-    run}, CPU being user + system time."""
-    timeout = bench.timeout * 2 + 60
+def _hyperfine_or_error(exe: str) -> None:
     try:
-        r = subprocess.run(cmd, cwd=bench.cwd, env=bench_env(bench),
-                           stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise InfraError(f"benchmark {bench.name!r}: overhead timing timed out "
-                         f"after {timeout:g}s; lower overhead_runs or pass "
-                         f"--no-overhead") from None
-    if r.returncode != 0:
-        tail = (r.stderr or b"").decode("utf-8", "replace").strip().replace("\n", " | ")[-400:]
-        raise InfraError(f"benchmark {bench.name!r}: hyperfine failed (status "
-                         f"{r.returncode}): {tail}")
+        hf.find(exe)
+    except hf.HyperfineError as e:
+        raise InfraError(f"{e} or pass --no-overhead") from None
+
+
+def _rounds(bench, sides: list, exe: str, first: int, count: int) -> list:
+    """Rounds `first` on of the off and on commands, alternating which runs
+    first (drivers/hyperfine.py): a {"off"|"on": Run} per round."""
     try:
-        with open(js) as fh:
-            out = {}
-            for x in json.load(fh)["results"]:
-                # rusage has a resolution: a run never costs less than 0.1 ms.
-                cpu = max(float(x["user"]) + float(x["system"]), 1e-4)
-                out[x["command"]] = (max(float(x["times"][0]), 1e-4), cpu)
-            return out
-    except (OSError, KeyError, IndexError, ValueError, TypeError) as e:
-        raise InfraError(f"benchmark {bench.name!r}: unreadable hyperfine JSON ({e})") from None
+        return hf.interleaved(sides, count, first=first, cwd=bench.cwd, env=bench_env(bench),
+                              timeout=bench.timeout * 2 + 60, exe=exe)
+    except hf.HyperfineError as e:
+        raise InfraError(f"benchmark {bench.name!r}: overhead timing: {e}; lower "
+                         f"overhead_runs or pass --no-overhead") from None
 
 
 def noise(on: list, off: list, est: float, lo: float, hi: float) -> str | None:
