@@ -19,7 +19,8 @@ import pytest
 
 from harness_testlib import FAKE, PY, cli, spec_sites, write_json
 
-from memprof_ci.measure import overhead
+from memprof_ci.measure import overhead, overhead_time
+from memprof_ci.decide import overhead_verdict
 from memprof_ci.errors import InputError
 
 
@@ -185,8 +186,8 @@ def test_judge_reads_the_range_of_a_concurrent_benchmark():
     class B:
         name, overhead_budget, overhead_tolerance = "c", 0.10, 0.10
         overhead_time_fails, alpha = False, 0.01
-    assert overhead.judge(rec, B, 0.16, "budget", "", None, 0.01)["status"] == "~"
-    assert overhead.judge(rec, B, 0.15, "budget", "", None, 0.01)["status"] == "regression"
+    assert overhead_verdict.judge(rec, B, 0.16, "budget", "", None, 0.01)["status"] == "~"
+    assert overhead_verdict.judge(rec, B, 0.15, "budget", "", None, 0.01)["status"] == "regression"
 
 
 def test_a_record_cannot_state_a_figure_its_counts_do_not_give():
@@ -289,3 +290,35 @@ def test_a_baseline_counted_otherwise_is_judged_against_the_budget():
     other = dict(base, counted=dict(base["counted"], model="cachegrind LL=1"))
     assert "another model" in overhead.threshold_for(B, other, ["260"])[2]
     assert overhead.threshold_for(B, None, ["260"]) == (0.10, "budget", "")
+
+
+def test_measuring_leaves_the_status_to_the_decision_pass():
+    """A measured record (what measure/ returns and parse_record reads back)
+    carries no status and no time verdict; decide/overhead_verdict.judge
+    gives both, and with overhead_time_fails a CPU time over its threshold
+    in enough steady rounds fails the check although the count passes."""
+    ev = dict.fromkeys(overhead.cachegrind.EVENTS, 0)
+    steady_off = [0.30, 0.31, 0.30, 0.32, 0.30, 0.31, 0.30]
+    rec = overhead.parse_record({"measure": "cycles", "counted": {
+        "args": ["1"], "model": overhead.cachegrind.MODEL, "concurrent": False,
+        "threads": "disabled", "off": [dict(ev, Ir=100)], "on": [dict(ev, Ir=101)]},
+        "time": {"runs": 7, "first_rounds": 7, "cpu_off_s": steady_off,
+                 "cpu_on_s": [x * 1.5 for x in steady_off],
+                 "wall_off_s": None, "wall_on_s": None}}, "x")
+    assert "status" not in rec and "verdict" not in rec["time"]
+
+    class B:
+        name, overhead_budget, overhead_tolerance = "t", 0.10, 0.10
+        overhead_time_fails, alpha = True, 0.01
+    j = overhead_verdict.judge(rec, B, 0.12, "budget", "", None, 0.01)
+    assert "status" not in rec
+    assert j["time"]["verdict"]["status"] == "regression" and j["status"] == "regression"
+    assert "sign test" in overhead_verdict.failure_message(j, B)
+    B.overhead_time_fails = False
+    assert overhead_verdict.judge(rec, B, 0.12, "budget", "", None, 0.01)["status"] == "~"
+    # Two rounds too few for level 0.01 (rounds_for_level: 7): not decided.
+    short = overhead_time.with_summary(dict(rec["time"], runs=5, first_rounds=5,
+                                            cpu_off_s=steady_off[:5],
+                                            cpu_on_s=[x * 1.5 for x in steady_off[:5]]))
+    tv = overhead_verdict.time_verdict(short, 0.12, 0.01)
+    assert tv["status"] == "~" and "too few rounds" in tv["note"]

@@ -28,6 +28,7 @@ from memprof_ci.decide import verdict
 from memprof_ci.errors import InputError
 from memprof_ci.render.report import render_markdown, render_terminal
 from memprof_ci.decide.report_doc import new_report
+from memprof_ci.decide.report_types import Retention
 
 GOLDEN = os.path.join(HERE, "golden", "retention.md")
 PARAMS = {"alpha": 0.01, "min_effect": 0.05, "min_share": 0.005}
@@ -107,7 +108,7 @@ def test_a_grown_table_is_the_same_path_and_no_section_says_no_path_recorded():
     row = {"check": "live", "site": CACHED, "status": "regression"}
     retention.attach([row], {CACHED: grown}, None, {CACHED: NOW}, {CACHED})
     assert row["retention"]["changed"] is False
-    assert report_retention.headline(row["retention"]).endswith(", as in the baseline")
+    assert report_retention.headline(Retention.from_json(row["retention"])).endswith(", as in the baseline")
     retention.attach([row], {CACHED: grown}, None, None, {CACHED})
     assert row["retention"]["baseline_why"] == "baseline: no path recorded"
 

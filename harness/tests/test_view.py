@@ -42,6 +42,7 @@ from harness_testlib import (HERE, REPO, make_profile, no_traceback, run_cli, to
                              write_json)
 
 from memprof_ci.render import view
+from memprof_ci.sites.retaining import Hop, RetainingPath
 from memprof_ci.render.report_assets import CSP_META, CSS, JS
 from memprof_ci.render.view_html import render_view
 
@@ -344,10 +345,10 @@ def test_retainer_paths_are_drawn_only_from_an_input_that_has_them(tmp_path, kin
     def loader(doc, path):
         v = view.load_view(src)
         v.kind = "snapshot"
-        v.sites[0].retainers = [view.RetainerPath(
-            root="global Shop.Cart.table", words=30_000.0,
-            hops=[view.Hop("Stdlib__Hashtbl.create @ hashtbl.ml", "bucket array", 17),
-                  view.Hop("Shop.Cart.add @ shop/cart.ml", "string", 5)])]
+        v.sites[0].retainers = [RetainingPath(
+            root="global Shop.Cart.table", shared_words=30_000.0,
+            hops=[Hop("Stdlib__Hashtbl.create @ hashtbl.ml", "bucket array", 17),
+                  Hop("Shop.Cart.add @ shop/cart.ml", "string", 5)])]
         return v
     view.register_json_kind("test/snapshot", loader)
     snap = write_json(tmp_path / "snap.json", {"format": "test/snapshot"})
@@ -390,12 +391,12 @@ def test_a_snapshot_gives_its_site_a_path_hop_by_hop(tmp_path):
     assert cart.key == "Shop.Cart.add @ shop/cart.ml" and not v.sites[1].retainers
     [p] = cart.retainers
     assert p.root == "stack frame of Shop.main (shop/main.ml:3)"
-    assert p.words == pytest.approx(30 / 1e-3) and p.stack_live == pytest.approx(40 / 1e-3)
+    assert p.shared_words == pytest.approx(30 / 1e-3) and p.live_words == pytest.approx(40 / 1e-3)
     assert p.hops == [
-        view.Hop(site=None, tag="tag 0", words=2, field=0),
-        view.Hop(site=None, elided=3),
-        view.Hop(site=None, tag="continuation", words=9),
-        view.Hop(site="Shop.Cart.add @ shop/cart.ml", tag="string", words=4,
+        Hop(site=None, tag="tag 0", words=2, field=0),
+        Hop(site=None, elided=3),
+        Hop(site=None, tag="continuation", words=9),
+        Hop(site="Shop.Cart.add @ shop/cart.ml", tag="string", words=4,
                  inner="Stdlib__Bytes.create")]
     assert dict(v.facts)["snapshot"].startswith("at exit, breadth first: 1 stack(s) with a "
                                                 "retainer path (at most 20), for 1 of the "

@@ -1,5 +1,6 @@
 """Deciding: the statistical tests (stats), the rows compared per site
 (comparison), renames and moved allocation (attribution), the decision
-pass over a report (verdict), power planning (power) and the report
-document decided into (report_doc).  Renders nothing: imports nothing from
+pass over a report (verdict), the overhead check's verdict
+(overhead_verdict), power planning (power), the report document decided
+into (report_doc) and its typed form (report_types).  Renders nothing: imports nothing from
 render/."""

@@ -23,11 +23,13 @@ CONCURRENT_REPEATS times per side with threads allowed, and judged on the
 range: estimate median(on) / median(off) - 1, range [min(on) / max(off)
 - 1, max(on) / min(off) - 1].
 
-A check fails when the lower end of the range (the estimate itself, for a
-single-domain program) is over the threshold (threshold_for): the
-baseline's upper end plus `overhead_tolerance`, when the baseline counted
-its overhead with the same arguments and model; else `overhead_budget`,
-with a note saying why.  update-baselines enforces the budget (over_budget).
+The threshold (threshold_for) is the baseline's upper end plus
+`overhead_tolerance`, when the baseline counted its overhead with the same
+arguments and model; else `overhead_budget`, with a note saying why.  This
+module only measures: decide/overhead_verdict.py judges a record against
+its threshold (a check fails when the lower end of the range, the estimate
+itself for a single-domain program, is over it).  update-baselines
+enforces the budget (over_budget).
 
 Time (overhead_time.py) and the added peak RSS (overhead_rss.py) are
 information: measured only when asked (`--overhead-info`), and time also
@@ -205,61 +207,6 @@ def threshold_for(bench, base: dict | None, args: list) -> tuple[float, str, str
     return (bench.overhead_budget, "budget",
             f"judged against the budget: {why}; re-record with "
             f"`memprof-ci update-baselines -k {bench.name}`")
-
-
-def time_threshold_for(bench, base: dict | None) -> float:
-    """The CPU-time threshold of a benchmark whose time is judged."""
-    t = (base or {}).get("time")
-    if t is not None:
-        return t["cpu"]["ci_high"] + bench.overhead_tolerance
-    return bench.overhead_budget
-
-
-def judge(measured: dict, bench, threshold: float, basis: str, note: str,
-          base: dict | None, level: float) -> dict:
-    """The verdict on a measurement (parse_record shape) against `threshold`:
-    "regression" when the counted range lies above it, or, for a benchmark
-    with overhead_time_fails, when time says so at `level`
-    (overhead_time.judge)."""
-    m = dict(measured)
-    notes = [note] if note else []
-    status = "regression" if m["ci_low"] > threshold else "~"
-    if bench.overhead_time_fails and m.get("time"):
-        tj = overhead_time.judge(m["time"], time_threshold_for(bench, base), level)
-        m["time"] = {**m["time"], "verdict": tj}
-        if tj["note"]:
-            notes.append(tj["note"])
-        if tj["status"] == "regression":
-            status = "regression"
-    return {**m, "budget": bench.overhead_budget, "threshold": threshold, "basis": basis,
-            "status": status, "note": "; ".join(notes),
-            "baseline_estimate": (base or {}).get("estimate"),
-            "baseline_ci_high": (base or {}).get("ci_high")}
-
-
-def failure_message(j: dict, bench) -> str:
-    """Why a judged measurement (judge) failed, in one paragraph."""
-    against = (f"the baseline's {j['baseline_estimate']:+.2%} (up to "
-               f"{j['baseline_ci_high']:+.2%}) plus the tolerance "
-               f"{bench.overhead_tolerance:.0%}" if j["basis"] == "baseline" else
-               f"the budget {j['budget']:.0%}")
-    c = j["counted"]
-    runs = len(c["on"])
-    what = (f"{j['estimate']:+.2%} [{j['ci_low']:+.2%}, {j['ci_high']:+.2%}] over {runs} "
-            f"runs each" if runs > 1 else f"{j['estimate']:+.2%}")
-    parts = []
-    if j["ci_low"] > j["threshold"]:
-        parts.append(f"profiling costs {what} estimated cycles ({j['instructions']:+.2%} "
-                     f"instructions, counted with arguments {' '.join(c['args'])[:120]!r}), "
-                     f"over {j['threshold']:+.2%}, {against}")
-    tv = (j.get("time") or {}).get("verdict")
-    if tv and tv["status"] == "regression":
-        cpu = j["time"]["cpu"]
-        parts.append(f"CPU time {cpu['estimate']:+.1%} [{cpu['ci_low']:+.1%}, "
-                     f"{cpu['ci_high']:+.1%}] is over {tv['threshold']:+.1%} "
-                     f"(overhead_time_fails): {tv['above']} of {j['time']['runs']} paired "
-                     f"rounds over it, sign test p = {tv['p_value']:.2g} <= {tv['level']:.2g}")
-    return f"benchmark {bench.name!r}: " + "; ".join(parts)
 
 
 def _events(d, where: str) -> dict:

@@ -16,10 +16,10 @@ NOISE_WIDTH of the median ratio (pairs that disagree); a noisy figure is
 never reported as a precise number.
 
 Time is information unless the manifest sets `overhead_time_fails`: then
-(judge) the first rounds screen against the time threshold, more rounds
-are timed up to the number at which a verdict of "over" can be significant
-at the check's level (stats.rounds_for_level), and the exact sign test of
-all rounds decides, except that a noisy measurement cannot fail.
+the first rounds screen against the time threshold and more rounds are
+timed up to the number at which a verdict of "over" can be significant at
+the check's level (stats.rounds_for_level); the verdict itself, the exact
+sign test of all rounds, is decide/overhead_verdict.time_verdict's.
 Invariants: a missing hyperfine or a failing command raises InfraError,
 never a figure; the per-round times are kept so a judge can re-test them
 against its own threshold; every figure derives from them.
@@ -34,7 +34,7 @@ from ..inputs import validate as V
 from ..errors import InfraError, InputError
 from .drivers import hyperfine as hf
 from .runner import bench_env, memprof_env_value
-from ..decide.stats import overhead_sign_test, paired_overhead_interval, rounds_for_level
+from ..decide.stats import paired_overhead_interval, rounds_for_level
 
 NOISE_SPREAD = 1.25
 NOISE_WIDTH = 0.20
@@ -120,29 +120,6 @@ def with_summary(t: dict) -> dict:
     out["median_off_s"] = walls[0][len(walls[0]) // 2] if walls[0] else t.get("median_off_s")
     out["median_on_s"] = walls[1][len(walls[1]) // 2] if walls[1] else t.get("median_on_s")
     return out
-
-
-def judge(t: dict, threshold: float, level: float) -> dict:
-    """The time verdict (for a benchmark whose time is judged): "regression"
-    only when the first rounds screened over `threshold`, at least
-    rounds_for_level(level) rounds were timed, the sign test of all of them
-    is significant at `level`, and the CPU times are not noisy."""
-    on, off = t["cpu_on_s"], t["cpu_off_s"]
-    first = int(t.get("first_rounds") or len(on))
-    screened = paired_overhead_interval(on[:first], off[:first])[1] > threshold
-    p, above = overhead_sign_test(on, off, threshold)
-    note = ""
-    if screened and len(on) < rounds_for_level(level):
-        screened = False
-        note = (f"time over {threshold:+.0%} in the first rounds, but too few rounds "
-                f"({len(on)}) were timed to decide at level {level:.2g}")
-    status = "regression" if screened and p <= level else "~"
-    if status == "regression" and t["cpu"]["noise"]:
-        status = "~"
-        note = (f"CPU time over {threshold:+.0%} (p = {p:.2g}) but too noisy to judge: "
-                f"{t['cpu']['noise']}")
-    return {"threshold": threshold, "level": level, "screened": screened, "p_value": p,
-            "above": above, "status": status, "note": note}
 
 
 def parse(d, where: str) -> dict:

@@ -56,9 +56,8 @@ from ..inputs import validate
 from ..errors import InputError, MemprofError
 from ..inputs.profile import load_profile
 from .runner import run_once
-from ..sites.keys import site_label
-from ..sites.grouping import UNKNOWN, classify, retainers_by_site
-from ..inputs.snapshot import root_text, tag_name
+from ..sites.grouping import retainers_by_site
+from ..sites.retaining import RetainingPath, path_from_snapshot
 
 # Sites given a path by the snapshot of one run (OCAMLMEMPROF
 # snapshot_sites): the heaviest live at exit.
@@ -68,55 +67,21 @@ _FLAGGED = "regression"
 MAX_HOPS = 64
 
 
-def _hop_site(frames: list, grouping: str) -> str:
-    idx, fl, fn, _via = classify(frames, grouping)
-    if idx is None:
-        return UNKNOWN
-    if grouping == "line":
-        return site_label(fn, fl, frames[idx]["line"])
-    return site_label(fn, fl)
-
-
 def record(entry: dict, grouping: str, rate: float) -> dict:
     """A snapshot site (snapshot.py) as the path record the report and the
-    baseline carry: root in words, hops root first ({"site" or null,
-    "tag", "words", and "inner": the innermost function of a sampled hop's
-    stack when it is not the site's, e.g. Stdlib__Hashtbl.resize for a
-    table's bucket array; or {"elided": n}), and the live words of the site's
-    stack and those sharing the path's first hops (estimates: samples /
-    rate)."""
-    hops = []
-    for h in entry["path"]:
-        if "elided" in h:
-            hops.append({"elided": h["elided"]})
-            continue
-        hop = {"site": None, "tag": tag_name(h["tag"]), "words": h["size"]}
-        if "frames" in h:
-            hop["site"] = _hop_site(h["frames"], grouping)
-            inner = next((f["function"] for f in h["frames"] if f.get("function")), None)
-            if inner is not None and not hop["site"].startswith(inner + " @ "):
-                hop["inner"] = inner
-        hops.append(hop)
-    return {"root": root_text(entry["root"]), "hops": hops,
-            "live_words": entry["live_samples"] / rate,
-            "shared_words": entry["shared_samples"] / rate}
+    baseline carry (sites/retaining.py's JSON form of a RetainingPath)."""
+    return path_from_snapshot(entry, grouping, rate).to_json()
 
 
 def holder(rec: dict) -> dict | None:
     """The hop that holds the site's block (design 4), or None: the root."""
-    for h in reversed(rec["hops"][:-1]):
-        if h.get("site") is not None:
-            return h
-    return None
-
-
-def _signature(rec: dict) -> tuple:
-    return (rec["root"], tuple(h.get("site") for h in rec["hops"]
-                               if h.get("site") is not None))
+    h = RetainingPath.from_json(rec).holder()
+    return None if h is None else h.to_json()
 
 
 def same_path(a: dict, b: dict) -> bool:
-    return _signature(a) == _signature(b)
+    """Design 3 on two path records."""
+    return RetainingPath.from_json(a).signature() == RetainingPath.from_json(b).signature()
 
 
 def parse_record(rec, where: str) -> dict:

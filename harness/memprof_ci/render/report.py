@@ -1,10 +1,13 @@
 """Rendering results: the terminal table and Markdown (PR comment, job summary).
 
 Both are rendered from one decided report dictionary (report_doc.py; the
-content of report.json), so `merge` can re-render shard results exactly.
+content of report.json), so `merge` can re-render shard results exactly;
+each render reads it once as report_types.Report, from which the headline,
+the preamble, the status table and the retaining paths are worded (the
+site tables read the rows of the dictionary).
 Invariants: nothing is decided here: the exit code, errors and accepted
-checks come from report["verdict"] (verdict.decide) and each row's status
-from its own "status"; regressions are listed worst first (fmt.worst_first);
+checks come from the verdict (verdict.decide) and each row's status from
+its own "status"; regressions are listed worst first (fmt.worst_first);
 a change that is not significant prints as "~" (benchstat style); every
 external string (names, messages, notes) reaches the Markdown and the
 terminal only through mdsafe.
@@ -24,19 +27,20 @@ from . import report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, worst_first)
 from ..decide.report_doc import CHECKS
+from ..decide.report_types import ABSENT, Benchmark, GcRow, Report
 
 STATUS_CHECKS = CHECKS[:4]   # the per-benchmark status columns besides overhead
 MD_SITES_PER_BENCH = 25
 
 
-def gc_spread_note(g: dict) -> str:
+def gc_spread_note(g: GcRow) -> str:
     """` (+5.8% from the schedule mean, spread 9.7%, p(Holm) 0.001)` for a GC
     row judged against the schedule's spread, else nothing."""
-    if "p_raw" not in g or g.get("effect") is None:
+    if g.p_raw is ABSENT or g.effect is None or g.effect is ABSENT:
         return ""
-    spread = g["spread"] / g["reference"] if g["reference"] else 0.0
-    return (f" ({g['effect'] * 100:+.2f}% from the schedule mean, spread {spread:.1%}, "
-            f"p(Holm) {fmt_p(g.get('p_adj'))})")
+    spread = g.spread / g.reference if g.reference else 0.0
+    return (f" ({g.effect * 100:+.2f}% from the schedule mean, spread {spread:.1%}, "
+            f"p(Holm) {fmt_p(g.p_adj if g.p_adj is not ABSENT else None)})")
 
 
 def all_site_rows(report: dict, status: str | None = None) -> list:
@@ -54,20 +58,20 @@ def renamed_rows(report: dict) -> list:
                   key=lambda r: (r["benchmark"], r["check"], r["site"]))
 
 
-def moves(report: dict) -> list:
+def moves(report: Report) -> list:
     """Allocation that moved between sites (moves.apply_moves):
     [benchmark, check, from, to, bytes per run], largest first; a moved row
     whose sources are no single significant site reads "(other sites)"."""
     out = []
-    for r in all_site_rows(report):
-        if r.get("status") != "moved" and not r.get("moved_from"):
+    for r in (r for b in report.benchmarks.values() for r in b.site_rows()
+              if not r.renamed_to):
+        if r.status != "moved" and not r.moved_from:
             continue
-        srcs = r.get("moved_from") or []
-        if not srcs and r["current_samples"] > r["baseline_samples"]:
+        srcs = r.moved_from or []
+        if not srcs and r.current_samples > r.baseline_samples:
             srcs = [{"site": "(other sites)",
-                     "words": (r["current_bytes"] - r["baseline_bytes"]) / 8}]
-        out += [[r["benchmark"], r["check"], m["site"], r["site"], m["words"] * 8]
-                for m in srcs]
+                     "words": (r.current_bytes - r.baseline_bytes) / 8}]
+        out += [[r.benchmark, r.check, m["site"], r.site, m["words"] * 8] for m in srcs]
     return sorted(out, key=lambda x: (-x[4], x[0], x[1], x[2], x[3]))
 
 
@@ -85,10 +89,9 @@ def p_of(r: dict):
     return r.get("p_adj_decrease") if dec else r.get("p_adj")
 
 
-def changed(b: dict) -> bool:
+def changed(b: Benchmark) -> bool:
     """Whether a benchmark has a site whose change is significant."""
-    return any(r.get("status") in SIGNIFICANT for key in ("alloc", "live", "peak")
-               for r in b.get(key) or [] if not r.get("renamed_to"))
+    return any(r.status in SIGNIFICANT for r in b.site_rows() if not r.renamed_to)
 
 
 def _rename_word(r) -> str:
@@ -96,47 +99,38 @@ def _rename_word(r) -> str:
         r.get("status"), "passes")
 
 
-def peak_lines(report: dict) -> list:
+def peak_lines(report: Report) -> list:
     """The peak check's own line (verdict.peak_line) of each benchmark whose
     peak check failed or was accepted: `name: peak: +4.4 M words; held by ...`."""
     out = []
-    for name, b in sorted(report["benchmarks"].items()):
-        c = b.get("checks", {}).get("peak") or {}
-        if c.get("outcome") in ("failed", "accepted"):
-            for line in (c.get("message") or "").split("\n"):
+    for name, b in sorted(report.benchmarks.items()):
+        c = b.checks.get("peak")
+        if c is not None and c.outcome in ("failed", "accepted"):
+            for line in c.text.split("\n"):
                 if ": peak: " in line:
                     out.append(f"{name}: {line.split(': ', 1)[1]}")
     return out
 
 
-def _check_cell(b: dict, check: str, md: bool) -> str:
-    c = b.get("checks", {}).get(check)
+def _check_cell(b: Benchmark, check: str, md: bool) -> str:
+    c = b.checks.get(check)
     if c is None:
         return "-"
-    if c is None and "present" in b.get("checks", {}):
-        c = b["checks"]["present"]
-        if check != CHECKS[0]:
-            return "-"
-        word = {"failed": "MISSING", "skipped": "removed"}.get(c["outcome"])
-        if word:
-            return ("❌ missing" if word == "MISSING" else "removed") if md else word
-    if c is None:
-        return "-"
-    if c["outcome"] == "skipped" and (c.get("message") or "").startswith("not measured"):
+    if c.outcome == "skipped" and c.text.startswith("not measured"):
         return "not measured"
     sym = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "skip",
-           "not run": "-", "accepted": "accepted"}[c["outcome"]]
+           "not run": "-", "accepted": "accepted"}[c.outcome]
     if md:
         sym = {"ok": "✅", "FAIL": "❌", "ERROR": "⚠️ error", "skip": "⏭️", "-": "-",
                "accepted": "☑️ accepted"}[sym]
     return sym
 
 
-def power_cell(b: dict) -> str:
+def power_cell(b: Benchmark) -> str:
     """The alloc check's power (verdict.power): the smallest increase found
     with 80% probability at the largest site, then at every site holding
     >= 1%; "exact" when counted."""
-    p = b.get("power")
+    p = b.power
     if not p:
         return "-"
     if p["exact"]:
@@ -144,64 +138,65 @@ def power_cell(b: dict) -> str:
     return f"{fmt_mde(p['largest_mde'])}..{fmt_mde(p['worst_mde'])}"
 
 
-def _overhead_cell(b: dict, md: bool = False, full: bool = False) -> str:
-    """overhead_brief (overhead_text when `full`), marked when the overhead
-    check failed."""
-    o = b.get("overhead")
-    if not o:
+def _overhead_cell(b: Benchmark, md: bool = False, full: bool = False) -> str:
+    """overhead_brief (overhead_text when `full`) of the overhead record's
+    JSON form, marked when the overhead check failed."""
+    if not b.overhead:
         return "-"
+    o = b.overhead.to_json()
     s = overhead_text(o) if full else overhead_brief(o)
-    outcome = b.get("checks", {}).get("overhead", {}).get("outcome")
+    outcome = getattr(b.checks.get("overhead"), "outcome", None)
     if outcome in ("failed", "accepted"):
         mark = {"failed": ("❌ " if md else "FAIL "), "accepted": ("☑️ " if md else "accepted ")}
         s = mark[outcome] + s
     return s
 
 
-def headline(report: dict) -> str:
+def headline(report: Report) -> str:
     """The verdict in one line (the terminal's first line, the comment's title)."""
-    v = report["verdict"]
-    n_b = len(report["benchmarks"])
-    if v["exit_code"] == 2:
-        return f"memprof-ci: {len(v['errors'])} error(s); no verdict can be trusted"
-    if v["exit_code"] == 1:
-        regs = all_site_rows(report, "regression")
-        named = ", ".join(v["regressions"][:3]) + (", …" if len(v["regressions"]) > 3 else "")
-        return (f"memprof-ci: regression in {len(v['regressions'])} check(s) "
+    v = report.verdict
+    n_b = len(report.benchmarks)
+    if v.exit_code == 2:
+        return f"memprof-ci: {len(v.errors)} error(s); no verdict can be trusted"
+    if v.exit_code == 1:
+        regs = [r for b in report.benchmarks.values() for r in b.site_rows()
+                if not r.renamed_to and r.status == "regression"]
+        named = ", ".join(v.regressions[:3]) + (", …" if len(v.regressions) > 3 else "")
+        return (f"memprof-ci: regression in {len(v.regressions)} check(s) "
                 f"({len(regs)} site(s)) over {n_b} benchmark(s): {named}")
-    acc = v.get("accepted") or []
+    acc = v.accepted
     if acc:
         return (f"memprof-ci: no unaccepted regression in {n_b} benchmark(s); "
                 f"{len(acc)} check(s) accepted by label")
     return f"memprof-ci: no regression in {n_b} benchmark(s)"
 
 
-def preamble(report: dict) -> list:
+def preamble(report: Report) -> list:
     """What the reader must know before the tables, as plain-text lines:
     settings a pull request changed (judged with the base values), changes
     accepted by label, benchmarks removed or missing, and baselines recorded
     with another runtime patch."""
     out = []
-    sc = report.get("settings_changes") or []
+    sc = report.settings_changes or []
     if sc:
         out.append("Changed by this pull request, judged with the base values:")
         for c in sc:
             out.append(f"  {c['benchmark']}: {c['setting']} = {c['pull_request']!r} "
                        f"(base: {c['base']!r})")
-    acc = report.get("accepted") or []
+    acc = report.accepted or []
     if acc:
         out.append("Accepted by label (the proposed baselines match the measured code):")
         for a in acc:
             first = (a.get("message") or "").split("\n")[0]
             out.append(f"  {a['benchmark']}::{a['check']}" + (f": {first}" if first else ""))
-    for name, b in sorted(report["benchmarks"].items()):
-        st = b.get("status")
+    for name, b in sorted(report.benchmarks.items()):
+        st = b.status
         if st == "removed":
             out.append(f"Removed: {name} (not in the manifest; its baseline is deleted by "
                        f"this change)")
         elif st == "missing":
             out.append(f"Missing: {name} has a trusted baseline but was not run")
-    for p in report.get("patch_notes") or []:
+    for p in report.patch_notes or []:
         out.append(p)
     return out
 
@@ -245,8 +240,9 @@ def _changed_sites(title: str, rows: list) -> list:
 
 
 def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) -> str:
-    out = [headline(report)]
-    out.extend(mdsafe.printable(x) for x in preamble(report))
+    typed = Report.from_json(report)
+    out = [headline(typed)]
+    out.extend(mdsafe.printable(x) for x in preamble(typed))
     pb = report.get("proposed_baselines")
     if pb:
         lines = _proposed_lines(pb)
@@ -255,12 +251,12 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.extend("  " + mdsafe.printable(x) for x in lines)
     out += _changed_sites("Regressions (worst first):",
                           worst_first(all_site_rows(report, "regression")))
-    out += report_retention.terminal(report)
+    out += report_retention.terminal(typed)
     rows = []
-    for name, b in sorted(report["benchmarks"].items()):
+    for name, b in sorted(typed.benchmarks.items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
                     + [power_cell(b), _overhead_cell(b, full=verbose)])
-    peaks = peak_lines(report)
+    peaks = peak_lines(typed)
     if peaks:
         out.append("")
         out.append("Peak memory:")
@@ -272,7 +268,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
                           rows))
     out += _changed_sites("Improvements (largest first; never a failure):",
                           improvements(report))
-    mv = moves(report)
+    mv = moves(typed)
     if mv:
         out.append("")
         out.append("Moved between sites (the same allocation attributed elsewhere; never a "
@@ -291,7 +287,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
                            for r in ren]))
     for name, b in sorted(report["benchmarks"].items()):
         alloc = [r for r in b.get("alloc") or [] if not r.get("renamed_to")]
-        if not alloc or not (verbose or changed(b)):
+        if not alloc or not (verbose or changed(typed.benchmarks[name])):
             continue
         order = sorted(alloc, key=lambda r: (-r["current_bytes"], r["site"]))
         top = order if verbose else (order[:max_sites] + [
@@ -310,7 +306,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
 # ---------------------------------------------------------------- markdown
 
 def render_markdown(report: dict) -> str:
-    out = _md_head(report) + _md_verdict_tables(report) + _md_details(report)
+    typed = Report.from_json(report)
+    out = _md_head(report, typed) + _md_verdict_tables(report, typed) + _md_details(report, typed)
     notes = list(report.get("notes", []))
     for name, b in sorted(report["benchmarks"].items()):
         notes.extend(f"{name}: {n}" for n in b.get("notes", []))
@@ -324,12 +321,12 @@ def render_markdown(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def _md_head(report: dict) -> list:
+def _md_head(report: dict, typed: Report) -> list:
     """Title, preamble, proposed baselines, shard note and errors."""
-    v = report["verdict"]
-    icon = {0: "✅", 1: "❌", 2: "⚠️"}[v["exit_code"]]
-    out = [f"## {icon} {headline(report)}", ""]
-    pre = preamble(report)
+    v = typed.verdict
+    icon = {0: "✅", 1: "❌", 2: "⚠️"}[v.exit_code]
+    out = [f"## {icon} {headline(typed)}", ""]
+    pre = preamble(typed)
     if pre:
         out.extend(mdsafe.code_block(pre))
         out.append("")
@@ -347,14 +344,14 @@ def _md_head(report: dict) -> list:
         out.append(f"_Shard {report['shard']['index']}/{report['shard']['count']}; run "
                    f"`memprof-ci merge` for the overall verdict._")
         out.append("")
-    if v["errors"]:
+    if v.errors:
         out.append("### Errors")
-        out.extend(f"- {mdsafe.code(e, limit=mdsafe.MESSAGE_LIMIT, cell=False)}" for e in v["errors"])
+        out.extend(f"- {mdsafe.code(e, limit=mdsafe.MESSAGE_LIMIT, cell=False)}" for e in v.errors)
         out.append("")
     return out
 
 
-def _md_verdict_tables(report: dict) -> list:
+def _md_verdict_tables(report: dict, typed: Report) -> list:
     """Regressions, peak memory, GC totals and the status of every benchmark."""
     out = []
     regs = worst_first(all_site_rows(report, "regression"))
@@ -368,24 +365,25 @@ def _md_verdict_tables(report: dict) -> list:
                        f"| {fmt_bytes(r['baseline_bytes'])} | {fmt_bytes(r['current_bytes'])} "
                        f"| {fmt_delta(r)} | {fmt_p(r['p_adj'])} |")
         out.append("")
-    out += report_retention.markdown(report)
-    peaks = peak_lines(report)
+    out += report_retention.markdown(typed)
+    peaks = peak_lines(typed)
     if peaks:
         out.append("### Peak memory")
         out.append("")
         out.extend(f"- {mdsafe.text(x, limit=mdsafe.MESSAGE_LIMIT)}" for x in peaks)
         out.append("")
-    gcf = [(n, g) for n, b in sorted(report["benchmarks"].items())
-           for g in b.get("gc") or [] if g["status"] == "regression"]
+    gcf = [(n, g) for n, b in sorted(typed.benchmarks.items())
+           for g in b.gc or [] if g.status == "regression"]
     if gcf:
         out.append("### GC totals over tolerance")
         out.append("")
         out.append("| benchmark | counter | baseline | current | change |")
         out.append("|---|---|--:|--:|--:|")
         for n, g in gcf:
-            out.append(f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | "
-                       f"{g['change'] * 100:+.2f}%{gc_spread_note(g)} |" if g["change"] is not None else
-                       f"| {mdsafe.text(n)} | {mdsafe.text(g['counter'])} | {g['baseline']:.0f} | {g['current']:.0f} | new |")
+            head = (f"| {mdsafe.text(n)} | {mdsafe.text(g.counter)} | {g.baseline:.0f} "
+                    f"| {g.current:.0f} | ")
+            out.append(head + (f"{g.change * 100:+.2f}%{gc_spread_note(g)} |"
+                               if g.change is not None else "new |"))
         out.append("")
     if report["benchmarks"]:
         out.append("### Benchmarks")
@@ -393,7 +391,7 @@ def _md_verdict_tables(report: dict) -> list:
         out.append("| benchmark | alloc sites | GC totals | live at exit | live at peak "
                    "| detects (80% power) | overhead (est. cycles) |")
         out.append("|---|:-:|:-:|:-:|:-:|--:|--:|")
-        for name, b in sorted(report["benchmarks"].items()):
+        for name, b in sorted(typed.benchmarks.items()):
             cells = [_check_cell(b, c, True) for c in STATUS_CHECKS]
             out.append(f"| {mdsafe.text(name)} | " + " | ".join(cells)
                        + f" | {power_cell(b)} | {_overhead_cell(b, True)} |")
@@ -401,10 +399,10 @@ def _md_verdict_tables(report: dict) -> list:
     return out
 
 
-def _md_details(report: dict) -> list:
+def _md_details(report: dict, typed: Report) -> list:
     """Moves, renames, improvements and each benchmark's top sites."""
     out = []
-    mv = moves(report)
+    mv = moves(typed)
     if mv:
         out.append("### Moved between sites")
         out.append("")

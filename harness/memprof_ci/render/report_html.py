@@ -49,6 +49,7 @@ import urllib.parse
 
 from ..text import mdsafe
 from . import report_retention
+from ..decide.report_types import Benchmark, Report
 from ..text.fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from ..sites.grouping import frame_label
@@ -119,18 +120,17 @@ _OUTCOME = {"passed": ("ok", "ok"), "failed": ("fail", "FAIL"),
             "not run": ("skip", "not run"), "accepted": ("accepted", "accepted")}
 
 
-def _check_td(b, check) -> str:
-    c = (b.get("checks") or {}).get(check)
-    if not isinstance(c, dict):
+def _check_td(b: Benchmark, check) -> str:
+    c = b.checks.get(check)
+    if c is None:
         return '<td class="skip">-</td>'
-    cls, word = _OUTCOME.get(c.get("outcome"), ("skip", "?"))
-    title = esc(c.get("message") or "", mdsafe.MESSAGE_LIMIT)
+    cls, word = _OUTCOME.get(c.outcome, ("skip", "?"))
+    title = esc(c.text, mdsafe.MESSAGE_LIMIT)
     return f'<td class="{cls}" title="{title}">{word}</td>'
 
 
-def _overhead_text(b) -> str:
-    o = b.get("overhead")
-    return overhead_text(o) if isinstance(o, dict) else "-"
+def _overhead_text(b: Benchmark) -> str:
+    return overhead_text(b.overhead.to_json()) if b.overhead else "-"
 
 
 def _num(x):
@@ -262,13 +262,13 @@ def _site_table(b, bi, src) -> str:
     return "".join(out)
 
 
-def _bench_section(name, b, bi, src) -> str:
-    status_cells = "".join(_check_td(b, c) for c in STATUS_CHECKS)
+def _bench_section(name, b, typed: Benchmark, bi, src) -> str:
+    status_cells = "".join(_check_td(typed, c) for c in STATUS_CHECKS)
     out = [f'<section class="bench" id="bench-{bi}" data-name="{esc(name)}">',
            f'<h2>{esc(name)}</h2>',
            '<table class="status"><thead><tr><th>alloc sites</th><th>GC totals</th>'
            '<th>live at exit</th><th>live at peak</th><th>overhead (est. cycles; time)</th></tr></thead>'
-           f'<tbody><tr>{status_cells}<td>{esc(_overhead_text(b))}</td></tr></tbody></table>']
+           f'<tbody><tr>{status_cells}<td>{esc(_overhead_text(typed))}</td></tr></tbody></table>']
     renames = [r for r in _site_rows(b) if r.get("renamed_from")]
     for r in renames:
         out.append(f'<p class="rename">Renamed or moved: <code>{esc(r["renamed_from"])}</code> → '
@@ -341,14 +341,14 @@ def _focus_section(report, names, regs, data) -> str:
     return "".join(out)
 
 
-def _status_table(report, names) -> str:
+def _status_table(report: Report, names) -> str:
     out = ['<h2>Benchmarks</h2><table class="status sortable" id="status"><thead><tr>'
            '<th data-t="s">benchmark</th><th data-t="s">alloc sites</th>'
            '<th data-t="s">GC totals</th><th data-t="s">live at exit</th>'
            '<th data-t="s">live at peak</th><th data-t="s">detects (80% power)</th>'
            '<th data-t="s">overhead (est. cycles; time)</th></tr></thead><tbody>']
     for bi, name in enumerate(names):
-        b = report["benchmarks"][name]
+        b = report.benchmarks[name]
         cells = "".join(_check_td(b, c) for c in STATUS_CHECKS).replace("<td ", "<td data-v=\"\" ")
         out.append(f'<tr><td data-v="{esc(name)}"><a href="#bench-{bi}">{esc(name)}</a></td>'
                    f'{cells}<td data-v="">{esc(power_cell(b))}</td>'
@@ -360,37 +360,38 @@ def _status_table(report, names) -> str:
 def render_html(report: dict, env=None) -> str:
     """The page: verdict, regressed sites and the worst one's graph first,
     then the status of every benchmark and each benchmark's section."""
-    v = report["verdict"]
+    typed = Report.from_json(report)
+    v = typed.verdict
     src = source_base(env)
     names = sorted(report["benchmarks"])
-    badge = {0: ("pass", "PASS"), 1: ("fail", "FAIL"), 2: ("error", "ERROR")}[v["exit_code"]]
+    badge = {0: ("pass", "PASS"), 1: ("fail", "FAIL"), 2: ("error", "ERROR")}[v.exit_code]
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            CSP_META,
            '<meta name="viewport" content="width=device-width">',
            f"<title>memprof-ci report</title><style>{CSS}</style></head><body>",
-           f'<h1 id="headline" data-exit="{v["exit_code"]}"><span class="badge {badge[0]}">'
-           f'{badge[1]}</span> {esc(headline(report), 1000)}</h1>',
+           f'<h1 id="headline" data-exit="{v.exit_code}"><span class="badge {badge[0]}">'
+           f'{badge[1]}</span> {esc(headline(typed), 1000)}</h1>',
            '<pre id="errors"></pre>']
-    pre = preamble(report)
+    pre = preamble(typed)
     if pre:
         out.append("<pre class=\"preamble\">" + "\n".join(esc(x, mdsafe.MESSAGE_LIMIT) for x in pre)
                    + "</pre>")
-    if v["errors"]:
+    if v.errors:
         out.append("<h2>Errors</h2><ul>" + "".join(
-            f"<li><code>{esc(e, mdsafe.MESSAGE_LIMIT)}</code></li>" for e in v["errors"]) + "</ul>")
+            f"<li><code>{esc(e, mdsafe.MESSAGE_LIMIT)}</code></li>" for e in v.errors) + "</ul>")
     data = {"benches": [], "src": src, "per_site": STACKS_PER_SITE,
             "legend_regressed": LEGEND_REGRESSED, "legend_plain": LEGEND_PLAIN}
     regs = _regressions(report, names)
     out.append(_focus_section(report, names, regs, data))
-    out.append(report_retention.html(report, esc))
-    out.append(_status_table(report, names))
-    peaks = peak_lines(report)
+    out.append(report_retention.html(typed, esc))
+    out.append(_status_table(typed, names))
+    peaks = peak_lines(typed)
     if peaks:
         out.append('<h2>Peak memory</h2><ul class="peak">' + "".join(
             f"<li>{esc(p, mdsafe.MESSAGE_LIMIT)}</li>" for p in peaks) + "</ul>")
     for bi, name in enumerate(names):
         b = report["benchmarks"][name]
-        out.append(_bench_section(name, b, bi, src))
+        out.append(_bench_section(name, b, typed.benchmarks[name], bi, src))
         mine = [r for i, _, r in regs if i == bi]
         frames = sorted({mdsafe.shown(frame_label(r.get("function"), r.get("file")))
                          for r in mine if r.get("function") or r.get("file")})

@@ -53,9 +53,9 @@ from ..errors import InputError
 from ..text.fmt import fmt_bytes, fmt_words
 from ..inputs.profile import (FORMAT as PROFILE_FORMAT, LIVE_UNDECIDED, WORD_BYTES, Profile,
                               parse_profile)
-from ..inputs.snapshot import root_text, tag_name
 from ..sites.keys import site_label
 from ..sites.grouping import UNKNOWN, aggregate, classify, retainers_by_site
+from ..sites.retaining import path_from_snapshot
 from .stackgraph import stacks_entry
 
 MAX_SITES = 100
@@ -65,36 +65,6 @@ UNDECIDED_LIVE = "not collected by exit (live=off)"
 TIMELINE_BINS = 400
 # Upper edges of the lifetime bins, in microseconds (the last bin is open).
 LIFETIME_EDGES_US = (10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)
-
-
-@dataclass
-class Hop:
-    """One block on a retainer path: its site (None for a block that was not
-    sampled), tag and size in words; `field`: the field that leads to the
-    next hop (None on the last hop, or when it is reached through a
-    continuation's stack); `inner`: the innermost function of a sampled
-    hop's stack when it is not the site's (e.g. Stdlib__Hashtbl.resize);
-    `elided` > 0: this entry stands for that many hops not recorded."""
-    site: str | None
-    tag: str | None = None
-    words: int | None = None
-    field: int | None = None
-    inner: str | None = None
-    elided: int = 0
-
-
-@dataclass
-class RetainerPath:
-    """How a site's blocks are reachable: the root (a global, a stack
-    frame, a C root, a finaliser...), then each hop down to a block of the
-    site; `words`: the live words that share its first hops, of the site
-    or, when `stack_live` is given, of the one stack of the site the path
-    was found for (a snapshot gives a path per stack), whose live words
-    `stack_live` are."""
-    root: str
-    hops: list
-    words: float | None = None
-    stack_live: float | None = None
 
 
 @dataclass
@@ -110,7 +80,7 @@ class SiteRow:
     collected: float | None = None
     live: float | None = None
     peak: float | None = None
-    retainers: list | None = None   # [RetainerPath]: only from an input that has them
+    retainers: list | None = None   # [RetainingPath]: only from an input that has them
 
 
 @dataclass
@@ -271,38 +241,18 @@ def _run_view(p: Profile, path: str, kind: str) -> View:
                 sites=rows, rest=rest, live_what=live_what, stacks=stacks_entry(None, run))
 
 
-def _hop(h: dict) -> Hop:
-    if "elided" in h:
-        return Hop(site=None, elided=h["elided"])
-    site = inner = None
-    frames = h.get("frames")
-    if frames is not None:
-        idx, fl, fn, _via = classify(frames, "function")
-        site = UNKNOWN if idx is None else site_label(fn, fl)
-        first = next((f.get("function") for f in frames if f.get("function")), None)
-        if first is not None and first != fn:
-            inner = first
-    return Hop(site=site, tag=tag_name(h["tag"]), words=h["size"], field=h.get("field"),
-               inner=inner)
-
-
 def attach_retainers(rows: list, snap: dict | None, rate: float) -> int:
     """Give each row the retainer path the snapshot has for its site (the
     grouping is view's, "function"; of a site's stacks, the one with the
     most live samples); returns how many rows got one.  Words are
-    estimates, samples / rate, as in the table: the path's `words` those
-    that hang from its root and first hop, `stack_live` its stack's live
-    words."""
+    estimates, samples / rate, as in the table (sites/retaining.py)."""
     by_site = retainers_by_site(snap, "function")
     n = 0
     for row in rows:
         e = by_site.get(row.key)
         if e is None:
             continue
-        row.retainers = [RetainerPath(root=root_text(e["root"]),
-                                      hops=[_hop(h) for h in e["path"]],
-                                      words=_est(e["shared_samples"], rate),
-                                      stack_live=_est(e["live_samples"], rate))]
+        row.retainers = [path_from_snapshot(e, "function", rate)]
         n += 1
     return n
 

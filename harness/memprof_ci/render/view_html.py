@@ -117,12 +117,12 @@ def _inline(p) -> str:
 
 
 def _share(p, live=None) -> str:
-    if p.words is None:
+    if p.shared_words is None:
         return ""
-    if p.stack_live is None or live is None or p.stack_live == live:
-        return f" ({esc(fmt_words(p.words))} of its live words share the first hops)"
-    return (f" ({esc(fmt_words(p.words))} of the stack shown's "
-            f"{esc(fmt_words(p.stack_live))} live share the first hops)")
+    if p.live_words is None or live is None or p.live_words == live:
+        return f" ({esc(fmt_words(p.shared_words))} of its live words share the first hops)"
+    return (f" ({esc(fmt_words(p.shared_words))} of the stack shown's "
+            f"{esc(fmt_words(p.live_words))} live share the first hops)")
 
 
 def _held(v: View) -> str:

@@ -26,6 +26,7 @@ from ..inputs import atomicio
 from ..store import baseline as bl
 from ..measure import (exact_or_sampled, overhead, overhead_carry, retention, runner,
                        schedule)
+from ..decide import overhead_verdict
 from ..decide import power as P
 from ..decide import verdict as V
 from .context import Context
@@ -190,7 +191,7 @@ class OverheadItem(CheckItem):
                                          estimate=True)
             self.measured = overhead.measure(
                 b, os.path.join(self.ctx.work_dir, "overhead"), level=self.level,
-                time_threshold=overhead.time_threshold_for(b, self.base_overhead),
+                time_threshold=overhead_verdict.time_threshold_for(b, self.base_overhead),
                 info=self.ctx.overhead_info, patch_id=runner.patch_id(),
                 step=lambda what: self.ctx.steps.step(self.bench, what), carry=carry)
             return
@@ -227,8 +228,8 @@ class OverheadItem(CheckItem):
         # request's) decide whether the baseline is comparable.
         threshold, basis, note = overhead.threshold_for(b, self.base_overhead,
                                                         self.measured["counted"]["args"])
-        j = overhead.judge(self.measured, b, threshold, basis, note, self.base_overhead,
-                           self.level)
+        j = overhead_verdict.judge(self.measured, b, threshold, basis, note,
+                                   self.base_overhead, self.level)
         r = self.ctx.result(self.bench)
         r["overhead"] = j
         if j.get("obtained", {}).get("count") in ("carried", "estimated"):
@@ -236,7 +237,7 @@ class OverheadItem(CheckItem):
         if j["note"]:
             r["notes"].append(f"overhead: {j['note']}")
         if j["status"] == "regression":
-            self.regression(overhead.failure_message(j, b))
+            self.regression(overhead_verdict.failure_message(j, b))
 
 
 class ProposedItem(CheckItem):
