@@ -13,7 +13,8 @@ counted runs use the full command).  Then, one after the other:
    code: the count is carried);
 2. `check` of the same code (the default check);
 3. `check` of the benchmark with `--variant` applied (a change that
-   allocates more: the count must be made again, and the check fails);
+   allocates more: the check fails, and the overhead is estimated from
+   the baseline's count, or counted when the estimate nears the limit);
 4. `check --overhead-info` with no patch id (nothing carried, timed pairs
    and peak RSS): what a default check cost before this study;
 5. with `--old-harness DIR` (a copy of an older harness/), its default

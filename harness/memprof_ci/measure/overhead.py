@@ -149,10 +149,11 @@ COUNTED = {"count": "counted", "reason": "counted in this run"}
 def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "hyperfine",
             time_threshold: float | None = None, *, info: bool = False,
             patch_id: str | None = None, step=None,
-            carry: tuple[dict | None, str] = (None, "")) -> dict:
+            carry: tuple = (None, "", "counted")) -> dict:
     """The overhead record: counts and their figures (carried from the
-    baseline's record when `carry` holds one: (record, reason), from
-    overhead_carry.carry; else counted, the reason kept); with `info`, the
+    baseline's record, or estimated from it, when `carry` holds one:
+    (record, reason, "carried" or "estimated"), from overhead_carry.carry;
+    else counted, the reason kept); with `info`, the
     timed rounds and the added peak RSS (the timed rounds also for a
     benchmark whose time is judged, at `level` and against
     `time_threshold`).  `step(what)` is a context manager around each kind
@@ -163,9 +164,9 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
         with step("timed pairs"):
             t = overhead_time.measure(bench, work_dir, hyperfine, time_threshold,
                                       level if level is not None else bench.alpha)
-    base, why = carry
+    base, why, how = carry[0], carry[1], (carry[2] if len(carry) > 2 else "carried")
     if base is not None:
-        c, obtained = base["counted"], {"count": "carried", "reason": why}
+        c, obtained = base["counted"], {"count": how, "reason": why}
     else:
         with step("counted runs"):
             c = count_sides(bench, patch_id)
@@ -173,7 +174,8 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
     if info:
         with step("peak RSS runs"):
             rss = overhead_rss.measure(bench, work_dir)
-    return _record(c, t, rss, obtained)
+    # An estimated record: the baseline's counts, its figures scaled.
+    return {**_record(c, t, rss, obtained), **(base or {}).get("scaled", {})}
 
 
 def _record(c: dict, t: dict | None, rss: dict | None, obtained: dict | None = None) -> dict:

@@ -12,7 +12,7 @@ everything that decides it is unchanged, and it checks that with its own
 measurement, never with anything the change under test could state:
 
 1. the baseline counted its overhead, single-domain (a concurrent
-   benchmark counts differently on every run: always counted), with the
+   benchmark counts differently on every run: never carried), with the
    same cache model and arguments, and its count records what decided it
    (`counted.key`: program, environment, rate, seed, frames, patch id);
 2. that key is this run's: the same program path, environment, rate, seed
@@ -30,15 +30,42 @@ it.  What (3) does not see is a change to the program's own work that
 allocates nothing (the figure's denominator); such a change makes
 profiling cost the same cycles, and the carried record says so.
 
+When only (3) fails, or the benchmark is concurrent (and the baseline
+counted it so), a check (not update-baselines, whose record later checks
+start from) may estimate instead of counting (scaled_record()): the
+baseline's profiling cycles, cycles(on) - cycles(off), scaled by the
+largest growth of what that work follows, all known exactly or sampled
+by this run's own profiled runs (drivers()): the exact minor, major and
+promoted words, minor and major collections, the heap's peak, the
+allocation points' words, blocks and live words and their number, the
+samples allocated, live at exit and at the peak, and the sampled frames
+(samples times their stacks' depth), never scaled below 1; over the
+baseline's cycles(off) (for a concurrent baseline, its median runs, and
+its range's upper end scaled alike).  The run counts anyway when that
+estimate (the upper end) comes within NEAR of the limit, or when a
+driver the run has is missing or zero on the baseline's side.  So a change whose allocation makes profiling
+costlier by more than a factor 1 / NEAR of what the estimate says is
+counted before it could pass the limit.  What the estimate does not see,
+as the carry does not: a change of the program's own work that allocates
+nothing (the denominator), and work a program does only when it is
+profiled; the record says "estimated" and how.
+
 Invariants: carry() returns the reason either way, and a carried record is
-the baseline's counts, re-derived (overhead.carried), never a new figure.
+the baseline's counts, re-derived (overhead.carried), never a new figure;
+an estimated record keeps the baseline's counts it was scaled from, and
+is never written to a baseline or a run directory.
 """
 
 from __future__ import annotations
 
+import statistics
+
 from . import schedule
 from .drivers import cachegrind
-from .overhead import counted_args, counted_key
+from .overhead import counted_args, counted_key, threshold_for
+
+# An estimate within this share of the limit is not trusted: the run counts.
+NEAR = 0.5
 
 
 def same_allocation(cur, base) -> str | None:
@@ -104,41 +131,135 @@ def reusable_schedule(bench, base) -> dict | None:
     return sec
 
 
-def carry(bench, base, current, patch_id: str | None) -> tuple[dict | None, str]:
-    """(the baseline's overhead record to carry, why) when conditions 1-3
-    of the module docstring hold; else (None, why this run counts).
-    `current()` gives this run's Aggregate (or None: it failed), asked for
-    only once conditions 1 and 2 hold."""
+def carry(bench, base, current, patch_id: str | None,
+          estimate: bool = False) -> tuple[dict | None, str, str]:
+    """(the baseline's overhead record to carry, why, "carried") when
+    conditions 1-3 of the module docstring hold; with `estimate`, when only
+    (3) fails or the benchmark is concurrent, (the scaled record, why,
+    "estimated") if scaled_record gives one; else (None, why this run
+    counts, "counted").  `current()` gives this run's Aggregate (or None:
+    it failed), asked for only once conditions 1 and 2 hold."""
+    why = _comparable(bench, base, patch_id)
+    if why is not None:
+        return None, why, "counted"
+    cur = current()
+    if cur is None:
+        return None, "this run's profiles are not available", "counted"
+    rec = base.meta["overhead"]
+    if bench.concurrent:
+        why = "a concurrent benchmark counts differently on every run"
+    else:
+        why = same_allocation(cur, base)
+        if why is None:
+            commit = base.meta.get("git_commit")
+            return rec, (
+                f"carried from the baseline{' of ' + commit[:12] if commit else ''}: same "
+                f"runtime patch {patch_id[:16]}, program, environment, arguments, rate, "
+                f"seed and frames, and this run allocated exactly as it did "
+                f"({cur.total_samples} samples at the same sites, the same exact words); "
+                f"a change that allocates nothing differently was not counted again"), "carried"
+        why = f"this run allocated differently: {why}"
+    if not estimate:
+        return None, why, "counted"
+    scaled, how = scaled_record(bench, base, cur)
+    return (None, f"{why}; {how}", "counted") if scaled is None else \
+        (scaled, f"{why}; {how}", "estimated")
+
+
+def _comparable(bench, base, patch_id: str | None) -> str | None:
+    """None when conditions 1 and 2 of the module docstring hold (but for
+    concurrency, on which the baseline must agree), else why not."""
     if base is None:
-        return None, "no baseline to carry from"
-    rec = base.meta.get("overhead")
-    c = (rec or {}).get("counted")
+        return "no baseline to carry from"
+    c = (base.meta.get("overhead") or {}).get("counted")
     if c is None:
-        return None, "the baseline has no counted overhead"
-    if bench.concurrent or c["concurrent"]:
-        return None, "a concurrent benchmark counts differently on every run"
+        return "the baseline has no counted overhead"
+    if bench.concurrent != c["concurrent"]:
+        return "the baseline counted it as another kind of benchmark (concurrent or not)"
     if c["model"] != cachegrind.MODEL or c["args"] != counted_args(bench):
-        return None, "the baseline counted with another model or other arguments"
+        return "the baseline counted with another model or other arguments"
     key = c.get("key")
     if key is None:
-        return None, ("the baseline's count does not record what decided it (recorded "
-                      "before the runs carried counts)")
+        return ("the baseline's count does not record what decided it (recorded "
+                "before the runs carried counts)")
     if patch_id is None or key["patch_id"] is None:
-        return None, "the runtime's patch id is not known on both sides (MEMPROF_CI_PATCH_ID)"
+        return "the runtime's patch id is not known on both sides (MEMPROF_CI_PATCH_ID)"
     now = counted_key(bench, patch_id)
     changed = [k for k in ("patch_id", "program", "env", "rate", "seed", "frames")
                if now[k] != key[k]]
     if changed:
-        return None, f"its {', '.join(changed)} changed since the baseline counted"
-    cur = current()
+        return f"its {', '.join(changed)} changed since the baseline counted"
+    return None
+
+
+def drivers(a) -> dict:
+    """What profiling's work follows in the runs of Aggregate `a`, by name:
+    exact GC totals and allocation-point counts, samples, and sampled
+    frames (the kept stacks' mean depth stands for the rest's)."""
+    d = {k.replace("_", " "): a.gc.get(k) for k in (
+        "minor_words", "major_words", "promoted_words", "minor_collections",
+        "major_collections", "top_heap_words")}
+    d.update({"samples": a.total_samples, "samples live at exit": a.total_live,
+              "samples at the peak": a.total_peak})
+    if a.points is not None:
+        ps = list(a.points.sites.values())
+        d.update({"point words": sum(p.words for p in ps),
+                  "point blocks": sum(p.blocks for p in ps),
+                  "point live words": sum(p.live_words or 0 for p in ps),
+                  "allocation points": len(ps)})
+    if a.stacks is not None:
+        kept = sum(st[3] for st in a.stacks)
+        frames = sum(len(st[0]) * st[3] for st in a.stacks)
+        d["sampled frames"] = frames + (frames / kept if kept else 0) * a.stacks_other[0]
+    return d
+
+
+def scale(cur, base) -> tuple[float | None, str]:
+    """(the largest growth, at least 1, of a driver from `base` to `cur`,
+    which driver and how much), or (None, why no scale can be given)."""
+    now, then = drivers(cur), drivers(base)
+    s, what = 1.0, "no driver grew"
+    for k, v in now.items():
+        if not v:
+            continue
+        if not then.get(k):
+            return None, f"its {k} ({v:,.0f}) have nothing to scale from on the baseline"
+        if v / then[k] > s:
+            s, what = v / then[k], f"its {k}, {then[k]:,.0f} -> {v:,.0f}"
+    return s, what
+
+
+def scaled_record(bench, base, cur) -> tuple[dict | None, str]:
+    """The baseline's counted overhead record with its figures scaled to
+    this run's allocation (module docstring), and how; or (None, why the
+    run counts instead)."""
     if cur is None:
         return None, "this run's profiles are not available"
-    why = same_allocation(cur, base)
-    if why is not None:
-        return None, f"this run allocated differently: {why}"
-    commit = base.meta.get("git_commit")
-    return rec, (f"carried from the baseline{' of ' + commit[:12] if commit else ''}: same "
-                 f"runtime patch {patch_id[:16]}, program, environment, arguments, rate, "
-                 f"seed and frames, and this run allocated exactly as it did "
-                 f"({cur.total_samples} samples at the same sites, the same exact words); "
-                 f"a change that allocates nothing differently was not counted again")
+    s, what = scale(cur, base)
+    if s is None:
+        return None, f"no estimate: {what}"
+    rec = base.meta["overhead"]
+    prof = max(rec["cycles_on"] - rec["cycles_off"], 0.0) * s
+    est = prof / rec["cycles_off"]
+    # A concurrent baseline's range: its upper end, scaled, is what is
+    # held against the limit.
+    high = max(est, rec["ci_high"] * s)
+    c = rec["counted"]
+    ir_off = statistics.median(e["Ir"] for e in c["off"])
+    ir_on = statistics.median(e["Ir"] for e in c["on"])
+    limit, _, _ = threshold_for(bench, rec, c["args"])
+    how = (f"the baseline's counted {rec['estimate']:+.2%} cycles"
+           + (f" (up to {rec['ci_high']:+.2%})" if len(c["on"]) > 1 else "")
+           + f" with profiling's part scaled x{s:.3f} ({what}, the largest growth of what "
+           f"profiling's work follows) gives {est:+.2%}"
+           + (f" (up to {high:+.2%})" if len(c["on"]) > 1 else ""))
+    if high >= NEAR * limit:
+        return None, f"{how}, within {NEAR:.0%} of the limit {limit:+.2%}: counted"
+    figures = {"estimate": est, "ci_low": est, "ci_high": high,
+               "instructions": max(ir_on - ir_off, 0) * s / ir_off,
+               "cycles_off": rec["cycles_off"], "cycles_on": rec["cycles_off"] + prof,
+               "scale": s, "method": f"estimated, not counted: {how}"}
+    return {"counted": c, "scaled": figures}, (
+        f"estimated, not counted: {how}, under {NEAR:.0%} of the limit {limit:+.2%}; "
+        f"an estimate does not see a change of the program's own work that allocates "
+        f"nothing, nor work done only when profiled")

@@ -184,8 +184,11 @@ class OverheadItem(CheckItem):
         self.level = V.overhead_level(b.alpha, len(self.ctx.selected(("overhead",))))
         if self.ctx.run_entries is None:
             # The run's own profiles decide whether the baseline's count
-            # still holds (overhead_carry.py); a failed run counts.
-            carry = overhead_carry.carry(b, base, self._current, runner.patch_id())
+            # still holds, or, when only the allocation changed, whether an
+            # estimate scaled from it is far enough from the limit
+            # (overhead_carry.py); a failed run counts.
+            carry = overhead_carry.carry(b, base, self._current, runner.patch_id(),
+                                         estimate=True)
             self.measured = overhead.measure(
                 b, os.path.join(self.ctx.work_dir, "overhead"), level=self.level,
                 time_threshold=overhead_verdict.time_threshold_for(b, self.base_overhead),
@@ -229,7 +232,7 @@ class OverheadItem(CheckItem):
                                    self.base_overhead, self.level)
         r = self.ctx.result(self.bench)
         r["overhead"] = j
-        if j.get("obtained", {}).get("count") == "carried":
+        if j.get("obtained", {}).get("count") in ("carried", "estimated"):
             r["notes"].append(f"overhead: {j['obtained']['reason']}")
         if j["note"]:
             r["notes"].append(f"overhead: {j['note']}")
@@ -464,9 +467,13 @@ class MemprofPlugin:
 
 def _show(config, line: str) -> None:
     """A progress line on stdout, past pytest's capture (stderr keeps an
-    error to its one line)."""
+    error to its one line), on a line of its own (not after pytest's
+    file name and dots)."""
     cap = config.pluginmanager.getplugin("capturemanager")
+    term = config.pluginmanager.getplugin("terminalreporter")
     with cap.global_and_fixture_disabled() if cap else contextlib.nullcontext():
+        if term is not None:
+            term.ensure_newline()
         print(printable(line), file=sys.stdout, flush=True)
 
 

@@ -4,7 +4,9 @@ The plugin wraps every costly step of a benchmark (its profiled seed runs,
 the schedule's runs, the snapshot run, the counted overhead runs, the
 timed pairs, the peak-RSS runs) in Steps.step(name, what).  The wall
 seconds of each step are added to the report's `cost` entry of that
-benchmark ({what: seconds}), so a report says what a check cost and where;
+benchmark ({what: seconds}), and the CPU seconds (user and system, of the
+harness and of the runs it waited for) to its `cost_cpu` entry, so a
+report says what a check cost and where;
 in update-baselines, which is the longest thing a user runs, each step
 also prints one progress line as it starts ("benchmark n of N, step,
 elapsed") through `show`, which the plugin binds to the terminal past
@@ -12,13 +14,21 @@ pytest's capture.
 
 Invariants: timing never changes what runs or what is decided; a step that
 raises still has its time recorded; nothing here reads a clock but
-time.monotonic.
+time.monotonic and getrusage.
 """
 
 from __future__ import annotations
 
 import contextlib
+import resource
 import time
+
+
+def cpu_seconds() -> float:
+    """User and system seconds of this process and of the children it has
+    waited for (the steps run one after the other)."""
+    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
+                                                 resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
 class Steps:
@@ -43,14 +53,15 @@ class Steps:
     def step(self, name: str, what: str):
         if self.show is not None:
             self.show(self.line(name, what))
-        t0 = time.monotonic()
+        t0, c0 = time.monotonic(), cpu_seconds()
         try:
             yield
         finally:
             b = self.report["benchmarks"].get(name)
             if b is not None:
-                cost = b.setdefault("cost", {})
-                cost[what] = round(cost.get(what, 0.0) + time.monotonic() - t0, 3)
+                for key, d in (("cost", time.monotonic() - t0), ("cost_cpu", cpu_seconds() - c0)):
+                    cost = b.setdefault(key, {})
+                    cost[what] = round(cost.get(what, 0.0) + d, 3)
 
 
 def cost_line(b: dict) -> str:

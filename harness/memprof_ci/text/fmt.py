@@ -151,13 +151,14 @@ def rss_text(r) -> str:
     return "" if b is None else f"peak RSS {b / 2**20:+.1f} MB"
 
 
-def obtained_text(o: dict, carried: str) -> str:
-    """", counted" or `carried` when the overhead record says how it was
-    obtained (a record that says so says it for every figure), else ""."""
+def obtained_text(o: dict, carried: str, estimated: str = ", estimated") -> str:
+    """", counted", `carried` or ", estimated" when the overhead record says
+    how it was obtained (a record that says so says it for every figure),
+    else ""."""
     how = o.get("obtained")
     if not isinstance(how, dict):
         return ""
-    return carried if how.get("count") == "carried" else ", counted"
+    return {"carried": carried, "estimated": estimated}.get(how.get("count"), ", counted")
 
 
 def overhead_brief(o) -> str:
@@ -181,7 +182,8 @@ def overhead_text(o) -> str:
     if est is None or lo is None or hi is None:
         return "-"
     c = o.get("counted")
-    how = obtained_text(o, ", carried from the baseline")
+    how = obtained_text(o, ", carried from the baseline",
+                        ", estimated from the baseline's count")
     if isinstance(c, dict):
         runs = len(c.get("on") or [])
         s = f"{est:+.2%} cycles{how}"
