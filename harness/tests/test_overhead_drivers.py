@@ -39,7 +39,7 @@ def test_rounds_rotate_the_order_and_pair_one_run_of_each(tmp_path):
     # Round 1 starts at b, round 2 at c, round 3 (= 0 mod 3) at a.
     assert [x.split()[0] for x in _log(tmp_path)] == list("bcacababc")
     assert len(rounds) == 3 and all(set(r) == {"a", "b", "c"} for r in rounds)
-    assert all(isinstance(run, hf.Run) and run.wall >= hf.RESOLUTION
+    assert all(isinstance(run, hf.Run) and isinstance(run.wall, float)
                for r in rounds for run in r.values())
     # Two commands alternate, and step skips as the study's rotation does.
     assert [c for c, _ in hf.rotated(cmds[:2], 5)] == ["b", "a"]
