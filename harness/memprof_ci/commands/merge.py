@@ -76,6 +76,7 @@ _ROW = {
         "min_effect": {"type": "number", "minimum": 0},
         "min_share": {"type": "number", "minimum": 0, "maximum": 1},
         "mde": _NUM_OR_NULL, "p_adj": _NUM_OR_NULL, "p_adj_decrease": _NUM_OR_NULL,
+        "significant": {"type": "boolean"},
         "status": _STR, "retention": _RETENTION, "generated": _STR,
         "caller_changes": {"type": "array", "maxItems": 100, "items": {
             "type": "object",

@@ -174,6 +174,7 @@ class SiteRow(Doc):
     mde: float | None | Absent = ABSENT
     p_adj: float | None | Absent = ABSENT
     p_adj_decrease: float | None | Absent = ABSENT
+    significant: bool | Absent = ABSENT    # changed significantly either way (verdict.classify)
     status: str | Absent = ABSENT
     note: str | Absent = ABSENT
     renamed_from: str | Absent = ABSENT

@@ -58,11 +58,14 @@ ACCEPTABLE = ("alloc_sites", "live", "peak", "gc_totals", "overhead")
 
 def classify(rows: list, two_sided: bool = False) -> None:
     """The pass/fail rules (module step 3), on rows stats.adjust_family has
-    adjusted; sets each row's "status" (and a "note" where a significant
-    increase is too small or too rare to fail)."""
+    adjusted; sets each row's "status", whether its change is significant in
+    either direction ("significant", which the renderers print as an
+    interval or "~") and a "note" where a significant increase is too small
+    or too rare to fail."""
     for r in rows:
         ratio = r["ratio"]
         relevant = r["share"] >= r["min_share"]
+        r["significant"] = significant(r, two_sided)
         if r.get("exact"):
             _classify_exact(r, ratio, relevant, two_sided)
             continue
@@ -83,6 +86,14 @@ def classify(rows: list, two_sided: bool = False) -> None:
                              else "below min_share")
 
 
+def significant(r: dict, two_sided: bool = False) -> bool:
+    """Whether a row's change is significant in either direction: its
+    adjusted p (either tail) below alpha; a counted (exact) row, whether
+    its count changed at all."""
+    if r.get("exact"):
+        return r["current_samples"] != r["baseline_samples"]
+    tails = ("p_adj",) if two_sided else ("p_adj", "p_adj_decrease")
+    return any(r.get(k) is not None and r[k] < r["alpha"] for k in tails)
 
 
 def _classify_exact(r: dict, ratio, relevant: bool, two_sided: bool) -> None:

@@ -34,8 +34,8 @@ Invariants:
    + report_retention.HTML_BUDGET + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
    "HTML report").
 4. Nothing is decided here: the exit code and errors come from
-   report["verdict"], statuses from verdict.py; the node colouring of the
-   differential view is display only (stackgraph.py).
+   report["verdict"], statuses from verdict.py, the node colouring of the
+   differential view from decide/stack_changes.py.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from ..text.fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overh
 from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from ..sites.grouping import frame_label
 from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
-from .stackgraph import FOCUS_BUDGET, NODE_ALPHA, focus_data, graph_data
+from .stackgraph import FOCUS_BUDGET, focus_data, graph_data
+from ..decide.stack_changes import NODE_ALPHA
 
 MAX_SITE_ROWS = 200
 PAGE_OVERHEAD = 40_000      # CSS, JS and the page frame

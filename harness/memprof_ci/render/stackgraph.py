@@ -5,9 +5,10 @@ per-benchmark "stacks" entry (the CLI attaches it before writing the
 reports, so report.json carries it and `merge` can re-render); graph_data()
 turns that entry, which may come from an untrusted shard report, into what
 the page's script draws: the baseline and current trees and a differential
-tree whose nodes are coloured where their own change is significant, each
-node also carrying the samples of the regressed sites' stacks through it
-and whether that share grew significantly (the highlighted paths);
+tree whose nodes carry the change decide/stack_changes.py finds in their
+own samples, each node also carrying the samples of the regressed sites'
+stacks through it and the change found in that share (the highlighted
+paths);
 focus_data() is the same for the heaviest stacks of one site.
 
 Invariants:
@@ -16,9 +17,9 @@ Invariants:
 2. Bounded size: a benchmark's stacks and tree are cut, lightest stacks
    first, to STACK_BUDGET bytes of JSON; a site's focus graph keeps fewer
    stacks until it is within FOCUS_BUDGET.
-3. Display only: the differential colouring (two-sided exact test, Holm
-   over the benchmark's nodes, level NODE_ALPHA) decides nothing; statuses
-   come from verdict.py.
+3. Nothing is decided here: which nodes changed is
+   decide/stack_changes.node_changes's answer for the counts of the tree
+   drawn; statuses come from verdict.py.
 """
 
 from __future__ import annotations
@@ -26,14 +27,11 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
-
 from ..text import mdsafe
-from ..decide import stats
+from ..decide.stack_changes import node_changes
 
 STACK_BUDGET = 200_000      # bytes of JSON per benchmark for stacks + tree
 FOCUS_BUDGET = 40_000       # bytes of JSON of the worst regressed site's graph
-NODE_ALPHA = 0.01           # level of the differential colouring (Holm over nodes)
 MISSING_STACKS = ("recorded without call stacks (a baseline written before memprof-ci kept "
                   "them); run `memprof-ci update-baselines` to add them")
 
@@ -125,30 +123,6 @@ def _flatten(root):
     return out
 
 
-def _significance(pairs, e_b, e_c):
-    """Per (baseline, current) count pair: log2 of the rate ratio (clipped
-    to +-4) where the change is significant (two-sided exact test, Holm over
-    the pairs), else None."""
-    if not pairs or not e_b or not e_c:
-        return [None] * len(pairs)
-    b = np.array([p[0] for p in pairs], dtype=np.int64)
-    c = np.array([p[1] for p in pairs], dtype=np.int64)
-    t = stats.test_counts(c, b, e_c, e_b)
-    p2 = np.minimum(1.0, 2 * np.minimum(t["p_inc"], t["p_dec"]))
-    adj = stats.holm(p2)
-    out = []
-    for i in range(len(pairs)):
-        if not adj[i] < NODE_ALPHA:
-            out.append(None)
-        elif b[i] == 0:
-            out.append(4.0)
-        elif c[i] == 0:
-            out.append(-4.0)
-        else:
-            out.append(round(max(-4.0, min(4.0, math.log2((c[i] / e_c) / (b[i] / e_b)))), 3))
-    return out
-
-
 def _encode_tree(root, sig_of, hot_of):
     """[frame, b, c, sig, children] and, on a node that regressed stacks pass
     through, [rb, rc, their sig]; children with such stacks first (heaviest
@@ -195,10 +169,10 @@ def _drawn(frames, b2, c2, e_b, e_c, regressed):
     root = _tree(b2, c2, regressed)
     nodes = _flatten(root)
     both = b2 is not None and c2 is not None
-    sig = _significance([(nd[1], nd[2]) for nd in nodes], e_b, e_c) if both else \
+    sig = node_changes([(nd[1], nd[2]) for nd in nodes], e_b, e_c) if both else \
         [None] * len(nodes)
     hot_nodes = [nd for nd in nodes if nd[4] or nd[5]]
-    hot = _significance([(nd[4], nd[5]) for nd in hot_nodes], e_b, e_c) if both else \
+    hot = node_changes([(nd[4], nd[5]) for nd in hot_nodes], e_b, e_c) if both else \
         [None] * len(hot_nodes)
     tree = _encode_tree(root, {id(nd): s for nd, s in zip(nodes, sig)},
                         {id(nd): s for nd, s in zip(hot_nodes, hot)})

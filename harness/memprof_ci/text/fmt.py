@@ -5,8 +5,9 @@ word its failure messages and report.py, report_html.py and power.py can
 render, without importing each other.  Invariants: pure functions of their
 arguments; None (a value the JSON stores as null) prints as "-" or "inf",
 never raises (overhead_text prints "-" for a record it cannot read);
-fmt_delta prints "~" for a change that is significant in neither direction
-(benchstat's convention) and "new" for a site the baseline lacks; worst_first orders rows by estimated byte increase, then
+nothing is decided here: fmt_delta prints "~" for a row the decision pass
+did not mark "significant" (benchstat's convention) and "new" for a site
+the baseline lacks; worst_first orders rows by estimated byte increase, then
 benchmark and site, so every listing of regressions has one order.
 """
 
@@ -52,15 +53,15 @@ def fmt_p(p) -> str:
 
 
 def fmt_delta(row: dict) -> str:
-    """benchstat-like: the ratio and its interval, or ~ when not significant."""
+    """benchstat-like: the ratio and its interval, or ~ when the decision
+    pass did not mark the change significant (the row's "significant",
+    verdict.classify)."""
     if row["baseline_samples"] == 0:
         return "new"
-    if row.get("exact"):
-        return "~" if row["current_samples"] == row["baseline_samples"] else \
-            f"{fmt_pct(row['ratio'])} (exact)"
-    sig = (row.get("p_adj", 1) < row["alpha"]) or (row.get("p_adj_decrease", 1) < row["alpha"])
-    if not sig:
+    if not row.get("significant"):
         return "~"
+    if row.get("exact"):
+        return f"{fmt_pct(row['ratio'])} (exact)"
     return f"{fmt_pct(row['ratio'])} [{fmt_pct(row['ci_low'])}, {fmt_pct(row['ci_high'])}]"
 
 
