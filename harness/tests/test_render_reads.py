@@ -82,3 +82,23 @@ def test_the_icicle_draws_the_decided_node_changes(monkeypatch):
     walk(data["tree"])
     assert asked and all(s is None or s.startswith("decided ") for s in seen)
     assert {s for s in seen if s} == {f"decided {i}" for p in asked for i in range(len(p))}
+
+
+def test_status_table_names_a_benchmark_that_was_not_run():
+    from memprof_ci.decide.report_doc import new_report
+    from memprof_ci.render.report import render_markdown, render_terminal
+    rep = new_report("check")
+    for name, status, outcome in (("gone", "missing", "failed"), ("old", "removed", "skipped")):
+        rep["benchmarks"][name] = {"name": name, "status": status, "settings": {}, "notes": [],
+                                   "overhead": None, "alloc": [], "live": [], "gc": [],
+                                   "checks": {"present": {"outcome": outcome, "message": ""}}}
+    verdict.decide(rep)
+    assert rep["verdict"]["exit_code"] == 1
+    rows = {line.split()[0]: line.split()[1:] for line in render_terminal(rep).splitlines()
+            if line.startswith(("gone ", "old "))}
+    assert rows == {"gone": ["MISSING"] + ["-"] * 5, "old": ["removed"] + ["-"] * 5}
+    md = render_markdown(rep)
+    assert "| gone | ❌ missing | - |" in md and "| old | removed | - |" in md
+    from memprof_ci.render.report_html import render_html
+    page = render_html(rep, env={})
+    assert '<td class="fail">MISSING</td>' in page and '<td class="skip">removed</td>' in page

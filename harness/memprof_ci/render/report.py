@@ -112,7 +112,15 @@ def peak_lines(report: Report) -> list:
     return out
 
 
+ABSENT_WORD = {"missing": ("MISSING", "❌ missing"), "removed": ("removed", "removed")}
+
+
 def _check_cell(b: Benchmark, check: str, md: bool) -> str:
+    """A status cell: the check's decided outcome; a benchmark that was not
+    run (its status "missing" or "removed", decided by its presence check)
+    reads so in its first column."""
+    if b.status in ABSENT_WORD:
+        return ABSENT_WORD[b.status][md] if check == STATUS_CHECKS[0] else "-"
     c = b.checks.get(check)
     if c is None:
         return "-"

@@ -51,7 +51,7 @@ from ..text import mdsafe
 from . import report_retention
 from ..decide.report_types import Benchmark, Report
 from ..text.fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
-from .report import STATUS_CHECKS, headline, peak_lines, power_cell, preamble
+from .report import ABSENT_WORD, STATUS_CHECKS, headline, peak_lines, power_cell, preamble
 from ..sites.grouping import frame_label
 from .report_assets import CSP_META, CSS, JS, LEGEND_PLAIN, LEGEND_REGRESSED
 from .stackgraph import FOCUS_BUDGET, focus_data, graph_data
@@ -122,6 +122,11 @@ _OUTCOME = {"passed": ("ok", "ok"), "failed": ("fail", "FAIL"),
 
 
 def _check_td(b: Benchmark, check) -> str:
+    if b.status in ABSENT_WORD:     # not run: its presence check's decided status
+        if check != STATUS_CHECKS[0]:
+            return '<td class="skip">-</td>'
+        cls = "fail" if b.status == "missing" else "skip"
+        return f'<td class="{cls}">{ABSENT_WORD[b.status][0]}</td>'
     c = b.checks.get(check)
     if c is None:
         return '<td class="skip">-</td>'
