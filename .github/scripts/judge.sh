@@ -373,17 +373,14 @@ find_reference() {
   if [ -d "$work/recorded" ]; then fact recorded_dir 1; fi
 }
 
-# The caller's extra arguments come first and from an allow-list: the
-# trusted ones after them decide (and none of them could be overridden).
+# The caller's extra arguments come first, each allowed by the policy
+# (judge_policy.py check-args): the trusted ones after them decide (and
+# none of them could be overridden).
 check=(check)
 if [ -n "$check_args" ]; then
   read -r -a extra <<<"$check_args"
-  for a in "${extra[@]}"; do
-    case "$a" in
-      --strict|--verbose|--quiet|-v|-vv|-vvv|-q|-qq) ;;
-      *) fail "--check-args: '$(printf '%s' "$a" | head -c 80)' is not allowed (only --strict, -v, -q, --verbose, --quiet: the judge alone decides what is judged, against which baselines and settings)." ;;
-    esac
-  done
+  refused=$("${policy[@]}" check-args "${extra[@]}") ||
+    fail "${refused:-judge_policy.py could not decide --check-args.}"
   check+=("${extra[@]}")
 fi
 present=0

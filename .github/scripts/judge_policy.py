@@ -51,6 +51,11 @@ Decision (this script prints; keys only once they are decided):
   report             run or strict: whose report stands
   paragraph?         the line appended to that report when judged twice
 
+judge_policy.py check-args [WORD...] decides the caller's --check-args
+(judge.sh splits the string on whitespace): silent and exit 0 when every
+word is allowed (CHECK_ARGS), else the one line judge.sh fails with on
+stdout and exit 1.
+
 Invariants:
   - the decision depends on FACTS alone: nothing is read, run or written
     but FACTS and stdout;
@@ -61,6 +66,7 @@ Invariants:
     is one line on stderr naming FACTS and exit 2; an internal error is
     exit 2 too (never 1); otherwise exit 0.
 """
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -86,6 +92,24 @@ LISTS = ("missing", "unmeasured", "baselines_changed", "harness_changed", "build
          "workflows_changed", "sets", "found", "compose")
 REQUIRED = ("pr", "accept_label", "baselines", "manifest", "base", "run_dirs", "present",
             "overhead", "plan_result", "build_result")
+
+
+# The only extra `memprof-ci check` arguments a caller may pass: none of them
+# changes what is judged, against which baselines or with which settings.
+CHECK_ARGS = ("--strict", "--verbose", "--quiet", "-v", "-vv", "-vvv", "-q", "-qq")
+SHOWN_BYTES = 80    # of a refused argument, in judge.sh's line
+
+
+def check_args_refusal(words):
+    """None when every word of --check-args is allowed, else the line that
+    refuses the first one that is not (its first SHOWN_BYTES bytes)."""
+    for word in words:
+        if word not in CHECK_ARGS:
+            shown = os.fsencode(word)[:SHOWN_BYTES].decode("utf-8", "surrogateescape")
+            return (f"--check-args: '{shown}' is not allowed (only --strict, -v, -q, --verbose, "
+                    f"--quiet: the judge alone decides what is judged, against which baselines "
+                    f"and settings).")
+    return None
 
 
 class BadFacts(Exception):
@@ -414,8 +438,15 @@ def records(decision):
 
 
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "check-args":
+        refusal = check_args_refusal(argv[2:])
+        if refusal is None:
+            return 0
+        sys.stdout.buffer.write((refusal + "\n").encode("utf-8", "surrogateescape"))
+        return 1
     if len(argv) != 2:
-        print("usage: judge_policy.py FACTS", file=sys.stderr)
+        print("usage: judge_policy.py FACTS | judge_policy.py check-args [WORD...]",
+              file=sys.stderr)
         return 2
     try:
         decision = decide(read_facts(argv[1]))

@@ -208,3 +208,13 @@ def test_verbose_lists_every_site_of_every_benchmark():
     assert "Many.f" not in render_terminal(rep)
     verbose = render_terminal(rep, verbose=True)
     assert all(f"Many.f{i:02d} @ main.ml" in verbose for i in range(40))
+
+
+def test_failing_report_terminal_fits_120_columns():
+    """The default terminal output of a failing report, site names with
+    their callers included, is at most 120 columns wide (benchstat-like:
+    wide detail goes to a wrapped line below its row)."""
+    text = render_terminal(fixed_report())
+    assert "Regressions (worst first):" in text
+    wide = [line for line in text.splitlines() if len(line) > 120]
+    assert wide == []

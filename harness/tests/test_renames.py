@@ -9,6 +9,7 @@ import pytest
 from harness_testlib import make_profile, run_cli, write_json
 from memprof_ci.decide import attribution as moves, stats, verdict
 from memprof_ci.render.report import render_markdown, render_terminal
+from memprof_ci.render.terminal_table import DETAIL_INDENT
 
 MAIN = ("Main.main", "main.ml", 99)
 
@@ -123,7 +124,14 @@ def test_pairing_is_idempotent_and_survives_rerendering(tmp_path):
     # The folded row never appears on its own: every line naming the old site
     # names the new one too (the alloc and the live rename, the merged row).
     for text in (render_terminal(rep, verbose=True), render_markdown(rep)):
-        lines = [x for x in text.splitlines() if "Main.f @ main.ml" in x]
+        # A terminal row's detail lines (indented under it) are part of the row.
+        rows = []
+        for x in text.splitlines():
+            if x.startswith(DETAIL_INDENT) and rows:
+                rows[-1] += " " + x.strip()
+            else:
+                rows.append(x)
+        lines = [x for x in rows if "Main.f @ main.ml" in x]
         assert len(lines) >= 2 and all("Main.f_renamed @ main.ml" in x for x in lines), lines
 
 

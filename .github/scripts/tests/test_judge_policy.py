@@ -5,6 +5,7 @@ real harness, is tested in test_judge.py and test_recorded_runs.py.
 Run with: /usr/bin/python3 -m pytest .github/scripts/tests/test_judge_policy.py -q
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -371,3 +372,42 @@ def test_an_internal_error_is_exit_2_never_1(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(judge_policy, "decide", broken)
     assert judge_policy.main(["judge_policy.py", str(path)]) == 2
     assert "internal error" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- --check-args
+
+@pytest.mark.parametrize("words", [[], ["--strict"], ["-v", "--quiet"], ["-vvv", "-qq", "--verbose"]])
+def test_check_args_allows_only_flags_that_change_nothing_judged(words):
+    assert judge_policy.check_args_refusal(words) is None
+
+
+@pytest.mark.parametrize("words,named", [
+    (["--baselines", ".memprof-ci-tested/baselines"], "--baselines"),
+    (["--strict", "-k", "b"], "-k"),
+    (["-m", "gc_totals"], "-m"),
+    (["--strict", "--baselines=.memprof-ci-tested/baselines"], "--baselines=.memprof-ci-tested/baselines"),
+    (["--", "--deselect", "x"], "--"),
+    (["-vvvv"], "-vvvv"),
+])
+def test_check_args_refuses_the_first_other_word_in_one_line(words, named):
+    why = judge_policy.check_args_refusal(words)
+    assert why.startswith(f"--check-args: '{named}' is not allowed (only --strict, -v, -q,")
+    assert "\n" not in why
+
+
+def test_check_args_shows_at_most_80_bytes_of_a_refused_word():
+    word = "--" + "é" * 100
+    why = judge_policy.check_args_refusal([word])
+    shown = why.split("'")[1]
+    assert os.fsencode(shown) == os.fsencode(word)[:judge_policy.SHOWN_BYTES]
+    assert judge_policy.SHOWN_BYTES == 80
+
+
+def test_the_check_args_command_is_silent_when_allowed_and_one_line_exit_1_when_not():
+    ok = subprocess.run([PYTHON, str(SCRIPTS / "judge_policy.py"), "check-args", "--strict", "-v"],
+                        capture_output=True)
+    assert ok.returncode == 0 and ok.stdout == b"" and ok.stderr == b""
+    no = subprocess.run([PYTHON, str(SCRIPTS / "judge_policy.py"), "check-args", "-q", "-k", "b"],
+                        capture_output=True, text=True)
+    assert no.returncode == 1 and no.stderr == ""
+    assert no.stdout == judge_policy.check_args_refusal(["-k"]) + "\n"

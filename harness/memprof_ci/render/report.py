@@ -25,7 +25,8 @@ from __future__ import annotations
 from ..text import mdsafe
 from . import report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
-                        overhead_text, site_name, worst_first)
+                        overhead_text, site_name, site_notes, worst_first)
+from .terminal_table import table
 from ..decide.report_doc import CHECKS
 from ..decide.report_types import ABSENT, Benchmark, GcRow, Report
 
@@ -228,23 +229,33 @@ def _proposed_lines(pb: dict) -> list:
 
 # ---------------------------------------------------------------- terminal
 
-def _table(headers, rows) -> str:
-    rows = [[mdsafe.printable(x) for x in r] for r in rows]
-    w = [len(h) for h in headers]
-    for r in rows:
-        w = [max(a, len(str(x))) for a, x in zip(w, r)]
-    line = lambda r: "  ".join(str(x).ljust(a) for x, a in zip(r, w)).rstrip()
-    return "\n".join([line(headers), line(["-" * a for a in w])] + [line(r) for r in rows])
+def _site_cells(r) -> tuple:
+    """A row's site as the terminal shows it: its name in the table, its
+    notes (site_notes) on the wrapped line below."""
+    return r["site"], "; ".join(site_notes(r))
 
 
 def _changed_sites(title: str, rows: list) -> list:
     """A terminal table of changed sites, each with the p of its direction."""
     if not rows:
         return []
-    return ["", title, _table(
+    cells = [_site_cells(r) for r in rows]
+    return ["", title, table(
         ["benchmark", "check", "site", "baseline", "current", "delta [95% CI]", "p(adj)"],
-        [[r["benchmark"], r["check"], site_name(r), fmt_bytes(r["baseline_bytes"]),
-          fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(p_of(r))] for r in rows])]
+        [[r["benchmark"], r["check"], name, fmt_bytes(r["baseline_bytes"]),
+          fmt_bytes(r["current_bytes"]), fmt_delta(r), fmt_p(p_of(r))]
+         for r, (name, _) in zip(rows, cells)],
+        details=[d for _, d in cells], flex=(2, 0))]
+
+
+def _site_table(rows: list) -> str:
+    """One benchmark's sites: sizes, change, p, MDE and its heaviest lines."""
+    cells = [_site_cells(r) for r in rows]
+    return table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE", "lines"],
+                 [[name, fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
+                   fmt_delta(r), fmt_p(p_of(r)), fmt_mde(r.get("mde")),
+                   fmt_lines(r.get("lines"))] for r, (name, _) in zip(rows, cells)],
+                 details=[d for _, d in cells], flex=(0, 6))
 
 
 def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) -> str:
@@ -271,9 +282,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.extend("  " + mdsafe.printable(x) for x in peaks)
     if rows:
         out.append("")
-        out.append(_table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "detects",
-                           "overhead"],
-                          rows))
+        out.append(table(["benchmark", "alloc_sites", "gc_totals", "live", "peak", "detects",
+                          "overhead"], rows, flex=(0,)))
     out += _changed_sites("Improvements (largest first; never a failure):",
                           improvements(report))
     mv = moves(typed)
@@ -281,18 +291,21 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append("")
         out.append("Moved between sites (the same allocation attributed elsewhere; never a "
                    "failure):")
-        out.append(_table(["benchmark", "check", "from", "to", "per run"],
-                          [[a, c, f, t, fmt_bytes(x)] for a, c, f, t, x in mv]))
+        out.append(table(["benchmark", "check", "from", "to", "per run"],
+                         [[a, c, f, t, fmt_bytes(x)] for a, c, f, t, x in mv],
+                         flex=(2, 3, 0)))
     ren = renamed_rows(report)
     if ren:
         out.append("")
         out.append("Renamed or moved (one site, counts compared across the rename):")
-        out.append(_table(["benchmark", "check", "from", "to", "baseline", "current",
-                           "delta [95% CI]", "verdict", "paired by"],
-                          [[r["benchmark"], r["check"], r["renamed_from"], r["site"],
-                            fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
-                            fmt_delta(r), _rename_word(r), r.get("renamed_because") or ""]
-                           for r in ren]))
+        out.append(table(["benchmark", "check", "site", "baseline", "current",
+                          "delta [95% CI]", "verdict"],
+                         [[r["benchmark"], r["check"], r["site"],
+                           fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
+                           fmt_delta(r), _rename_word(r)] for r in ren],
+                         details=["; ".join(site_notes(r) + (
+                             [f"paired by {r['renamed_because']}"] if r.get("renamed_because")
+                             else [])) for r in ren], flex=(2, 0)))
     for name, b in sorted(report["benchmarks"].items()):
         alloc = [r for r in b.get("alloc") or [] if not r.get("renamed_to")]
         if not alloc or not (verbose or changed(typed.benchmarks[name])):
@@ -303,11 +316,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
         out.append("")
         out.append(f"{mdsafe.printable(name)}: " + ("sites by current allocation" if verbose
                                                     else "top sites by current allocation"))
-        out.append(_table(["site", "baseline", "current", "delta [95% CI]", "p(adj)", "MDE",
-                           "lines"],
-                          [[site_name(r), fmt_bytes(r["baseline_bytes"]), fmt_bytes(r["current_bytes"]),
-                            fmt_delta(r), fmt_p(p_of(r)), fmt_mde(r.get("mde")),
-                            fmt_lines(r.get("lines"))] for r in top]))
+        out.append(_site_table(top))
     return "\n".join(out) + "\n"
 
 

@@ -81,11 +81,24 @@ def worst_first(rows: list) -> list:
                                        r["benchmark"], r["site"]))
 
 
+def site_notes(r) -> list:
+    """What a row says of its site besides the site's name, each a phrase:
+    what compiler-generated code it is, the primitive it allocates through,
+    the name it was renamed from and its callers (callers_text)."""
+    out = [r["generated"]] if r.get("generated") else []
+    if r.get("via"):
+        out.append(f"via {r['via']}")
+    if r.get("renamed_from"):
+        out.append(f"renamed or moved from {r['renamed_from']}")
+    callers = callers_text(r)
+    if callers:
+        out.append(callers[2:-1])
+    return out
+
+
 def site_name(r) -> str:
-    via = f" (via {r['via']})" if r.get("via") else ""
-    ren = f" (renamed or moved from {r['renamed_from']})" if r.get("renamed_from") else ""
-    gen = f" ({r['generated']})" if r.get("generated") else ""
-    return f"{r['site']}{gen}{via}{ren}{callers_text(r)}"
+    """A site with its notes in parentheses, as one cell (Markdown, messages)."""
+    return r["site"] + "".join(f" ({n})" for n in site_notes(r))
 
 
 def fmt_signed_bytes(x) -> str:
