@@ -15,7 +15,9 @@ The terminal follows benchstat: the headline and the status table always,
 a benchmark's site table only when one of its sites changed significantly
 (every benchmark's with verbose=True).  A site that moves.pair_renames
 folded into its new name (`renamed_to`) is never listed on its own; the
-merged row reads "new (renamed or moved from old)".  The retaining paths of
+merged row reads "new (renamed or moved from old)".  The terminal's tables
+fit 120 columns (terminal_table.py): a site's notes (fmt.site_notes: its
+callers, a rename) go on indented lines under its row.  The retaining paths of
 failing live and peak sites (retention.py) follow the regressions, worded
 by report_retention.py.  report_html.py renders the same dictionary as HTML.
 """
