@@ -88,6 +88,33 @@ def test_two_percent_more_at_a_one_percent_site_fails_and_aa_passes(tmp_path):
 
 
 @pytest.mark.needs_runtime
+def test_only_the_points_run_walks_the_heap_at_exit(tmp_path):
+    """With the points counted, the first seed's run alone decides what is
+    live at exit: the other seeds' profiles say live=off, the baseline
+    records live_runs 1 and the live counts of that run alone, and the live
+    check still passes and compares the exact live words."""
+    work = str(tmp_path)
+    build(work, os.path.join(HERE, "data", "points", "inject.ml"), "inject")
+    manifest(work, [1, 2, 3])
+    r = cli(work, "update-baselines", "--manifest", "benchmarks.toml", "--no-overhead")
+    assert r.returncode == 0, r.stdout + r.stderr
+    base = json.load(open(tmp_path / "baselines" / "inject.json"))
+    assert base["config"]["live_runs"] == 1
+    assert base["points"]["live"] is True
+    r = cli(work, "check", "--manifest", "benchmarks.toml", "--no-overhead",
+            "--profiles-dir", "prof", "--report-dir", "rep")
+    assert r.returncode == 0, r.stdout + r.stderr
+    live = {seed: json.load(open(tmp_path / "prof" / f"inject.{seed}.json"))["config"]["live"]
+            for seed in (1, 2, 3)}
+    assert live == {1: "walk", 2: "off", 3: "off"}
+    b = json.load(open(tmp_path / "rep" / "report.json"))["benchmarks"]["inject"]
+    assert b["checks"]["live"]["outcome"] == "passed"
+    first = json.load(open(tmp_path / "prof" / "inject.1.json"))["totals"]["live_samples"]
+    assert b["current"]["total_live_samples"] == first == base["totals"]["live_samples"]
+    assert any(x.get("points") for x in b["live"]), b["live"]
+
+
+@pytest.mark.needs_runtime
 def test_known_allocation_is_exact_in_the_harness_table(tmp_path):
     work = str(tmp_path)
     build(work, KNOWN, "points_known")

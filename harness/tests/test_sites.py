@@ -3,7 +3,7 @@
 from harness_testlib import make_profile
 
 from memprof_ci.inputs.profile import parse_profile
-from memprof_ci.sites import grouping as sites
+from memprof_ci.sites import keys
 from memprof_ci.sites.grouping import aggregate
 
 
@@ -34,8 +34,8 @@ def test_stdlib_only_and_unknown_stacks():
     assert set(a.sites) == {"Stdlib__Hashtbl.resize @ hashtbl.ml", "<unknown>"}
     assert a.sites["<unknown>"].samples == 3
     # Frames with all-null fields are the unknown ones; a file alone is known.
-    assert not sites._known({"function": None, "file": None, "line": None})
-    assert sites._known({"function": None, "file": "a.ml", "line": None})
+    assert not keys.is_known({"function": None, "file": None, "line": None})
+    assert keys.is_known({"function": None, "file": "a.ml", "line": None})
 
 
 def test_unknown_frames_are_skipped_to_user_frame_and_via_is_entry_point():

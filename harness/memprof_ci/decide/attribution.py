@@ -29,7 +29,7 @@ from ..sites import point_sites
 from . import stats
 from ..inputs.profile import WORD_BYTES
 from ..sites.keys import is_generated
-from ..sites.grouping import is_stdlib
+from ..sites.keys import is_stdlib
 
 SITE_KEYS = ("alloc", "live", "peak")   # the report's row lists of the site checks
 RENAMED = "renamed"

@@ -254,8 +254,8 @@ def _point_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: 
         elif r.get("split"):
             r["callers_unrecorded"] = True
     in_c = stats.site_rows(name, check, _in_c_map(cur, check), _in_c_map(base, check),
-                           _total(cur, check), _total(base, check), cur.exposure, base.exposure,
-                           dict(params, exact=cur.rate == 1 and base.rate == 1))
+                           _total(cur, check), _total(base, check), cur.exposure_of(check),
+                           base.exposure_of(check), dict(params, exact=cur.rate == 1 and base.rate == 1))
     suffix = point_sites.in_c_suffix(cur.points)
     for r in in_c:
         r["stacks_site"] = r["site"][:-len(suffix)]
@@ -278,7 +278,7 @@ def site_rows(name: str, check: str, cur: Aggregate, base: Aggregate, params: di
     else:
         ct, bt = _total(cur, check), _total(base, check)
         rows = stats.site_rows(name, check, _site_map(cur, check), _site_map(base, check),
-                               ct, bt, cur.exposure, base.exposure,
+                               ct, bt, cur.exposure_of(check), base.exposure_of(check),
                                dict(params, exact=cur.rate == 1 and base.rate == 1))
     if check == "peak":
         _peak_spread(rows, cur, base)

@@ -76,6 +76,8 @@ def same_allocation(cur, base) -> str | None:
         return "the run was profiled with other settings than the baseline"
     if not cur.live_decided:
         return "this run did not decide what is live at exit (live=off)"
+    if cur.live_runs != base.live_runs:
+        return "other runs decided what is live at exit than in the baseline"
     for k in ("minor_words", "major_words"):
         if cur.gc.get(k) is None or cur.gc.get(k) != base.gc.get(k):
             return f"its {k} differ from the baseline's ({cur.gc.get(k)} vs {base.gc.get(k)})"

@@ -4,7 +4,8 @@ Each benchmark runs once per seed with OCAMLMEMPROF=rate=..,seed=..,frames=..,
 out=<dir>/<bench>.<seed>.json; the first seed's run also writes the
 memtrace CTF trace <dir>/<bench>.<seed>.ctf (trace=), for a reviewer to open
 in memtrace_viewer; the judge never reads it; with the benchmark's `points`,
-that run also counts every allocation point (points=on).  Invariants: a stale profile is removed before
+that run also counts every allocation point (points=on) and alone decides
+what is live at exit (the others run with live=off).  Invariants: a stale profile is removed before
 each run so a run that writes nothing can never be mistaken for a result;
 every failure (missing command, crash, non-zero exit, timeout, no profile,
 profile taken with other settings) raises InfraError or InputError with the
@@ -27,6 +28,7 @@ import subprocess
 import time
 
 from ..errors import CpuLimit, InfraError, InputError
+from ..inputs.profile import load_json
 from ..sites.grouping import Aggregate, aggregate_paths
 
 STDERR_TAIL = 600
@@ -264,19 +266,37 @@ def run_once(bench, seed: int, out_dir: str, trace: bool = False, extra_env: dic
     return out
 
 
+def counted_points(path: str) -> bool:
+    """Whether the profile at `path` counted the allocation points (a
+    runtime that cannot, such as bytecode's, says they are unavailable).
+    Malformed profiles answer False here and are refused when read."""
+    try:
+        doc = load_json(path, "profile")
+    except InputError:
+        return False
+    pts = doc.get("points") if isinstance(doc, dict) else None
+    return isinstance(pts, dict) and "unavailable" not in pts
+
+
 def collect(bench, out_dir: str, cpu_limit: float | None = None,
             live: bool = True) -> Aggregate:
     """Run every seed, validate the profiles and sum them into sites; with
     `cpu_limit`, each run may use that much CPU time (else CpuLimit);
     without `live`, the runs do not decide what is live at exit (`live=off`,
-    the Aggregate's live_decided is False)."""
+    the Aggregate's live_decided is False).  With the points counted, only
+    the first seed's run decides it: its points count the live words of
+    every allocation point exactly, and the other runs skip the exit's walk
+    of the heap (the Aggregate's live_runs is 1)."""
     usage = {}
     # The reviewer's memtrace trace comes from a sampled run: at rate 1 it
     # would hold every allocation.  The points are counted once: they do not
     # depend on the seed.
-    paths = [run_once(bench, seed, out_dir, trace=i == 0 and bench.rate < 1, usage=usage,
-                      cpu_limit=cpu_limit, points=i == 0 and bench.points, live=live)
-             for i, seed in enumerate(bench.seeds)]
+    first, *others = bench.seeds
+    paths = [run_once(bench, first, out_dir, trace=bench.rate < 1, usage=usage,
+                      cpu_limit=cpu_limit, points=bench.points, live=live)]
+    live_rest = live and not (bench.points and others and counted_points(paths[0]))
+    paths += [run_once(bench, seed, out_dir, usage=usage, cpu_limit=cpu_limit, live=live_rest)
+              for seed in others]
     own = time.process_time()
     agg = _checked(bench, aggregate_paths(paths, bench.grouping, bench.name,
                                           live_decided=live))

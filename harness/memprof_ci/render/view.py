@@ -54,7 +54,8 @@ from ..text.fmt import fmt_bytes, fmt_words
 from ..inputs.profile import (FORMAT as PROFILE_FORMAT, LIVE_UNDECIDED, WORD_BYTES, Profile,
                               parse_profile)
 from ..sites.keys import site_label
-from ..sites.grouping import UNKNOWN, aggregate, classify, retainers_by_site
+from ..sites.grouping import aggregate, retainers_by_site
+from ..sites.keys import UNKNOWN, classify
 from ..sites.retaining import path_from_snapshot
 from .stackgraph import stacks_entry
 

@@ -34,35 +34,14 @@ from ..errors import InputError
 from ..inputs.profile import (GC_KEYS, GC_OPTIONAL_KEYS, LIVE, LIVE_UNDECIDED, PEAK_KEY, SAMPLES,
                               WORD_BYTES, Profile, check_frames, check_totals,
                               explain_bad_stack, gc_paused, load_profile, peak_of, stack_counts,
-                              stack_frames)
-from .keys import is_generated, norm_file, site_label
+                              stack_frames, undecided_live_error)
+from .keys import UNKNOWN, classify, is_generated, is_known, is_stdlib, norm_file, site_label
 from ..inputs.manifest import GROUPINGS
 
 
 MAX_DEPTH = 32           # innermost frames kept per stack
 MAX_STACKS = 300         # heaviest stacks kept per benchmark (rest: stacks_other)
 FRAME_LABEL_LIMIT = 200  # characters of a frame label
-UNKNOWN = "<unknown>"
-_STDLIB_FN_PREFIXES = ("Stdlib", "Camlinternal", "Std_exit")
-
-
-def is_stdlib(frame: dict) -> bool:
-    fn = frame.get("function")
-    if fn:
-        return fn.startswith(_STDLIB_FN_PREFIXES)
-    f = frame.get("file")
-    if f:
-        # Only names that cannot be user modules: a user's own list.ml is
-        # recognised as user code by its (non-Stdlib) function name above.
-        base = os.path.basename(f)
-        return base in ("stdlib.ml", "std_exit.ml") or base.startswith("camlinternal")
-    return False
-
-
-def _known(frame: dict) -> bool:
-    return frame.get("function") is not None or frame.get("file") is not None
-
-
 @dataclass
 class Site:
     key: str
@@ -90,46 +69,6 @@ class Site:
 def _line_order(kv):
     k = kv[0]
     return (k is None, k if k is not None else 0)
-
-
-def classify(frames: list, grouping: str):
-    """Return (index of the site frame or None, file, function, via).
-
-    Depends only on the frames' function and file names, never on lines,
-    which is what lets callers memoise it on those names.
-    """
-    idx = None
-    if grouping == "innermost":
-        for i, fr in enumerate(frames):
-            if _known(fr):
-                idx = i
-                break
-    else:
-        first_known = None
-        for i, fr in enumerate(frames):
-            if not _known(fr):
-                continue
-            if first_known is None:
-                first_known = i
-            if not is_stdlib(fr):
-                idx = i
-                break
-        if idx is None:
-            idx = first_known
-    if idx is None:
-        return None, None, None, None
-    fr = frames[idx]
-    fn, fl = fr.get("function"), norm_file(fr.get("file"))
-    via = None
-    if grouping != "innermost" and not is_stdlib(fr):
-        # The entry point into the stdlib is the nearest known frame inside
-        # the site; deeper stdlib frames are implementation detail.
-        for j in range(idx - 1, -1, -1):
-            if _known(frames[j]):
-                if is_stdlib(frames[j]):
-                    via = frames[j].get("function") or frames[j].get("file")
-                break
-    return idx, fl, fn, via
 
 
 @dataclass
@@ -165,6 +104,10 @@ class Aggregate:
     # live=off): total_live and every live count are then blocks not yet
     # collected, which nothing may judge (rows.site_rows refuses them).
     live_decided: bool = True
+    # How many runs the live counts sum: None, every run; else those that
+    # decided what is live at exit (the first seed's, which counted the
+    # allocation points; the others skipped the exit's walk: _live_once).
+    live_runs: int | None = None
 
     @property
     def runs(self) -> int:
@@ -174,6 +117,13 @@ class Aggregate:
     def exposure(self) -> float:
         # Expected samples per word allocated in every run, summed over runs.
         return self.rate * self.runs
+
+    def exposure_of(self, check: str) -> float:
+        """The exposure of the counts of `check` ("alloc", "live" at exit or
+        "peak"): live at exit sums only the runs that decided it."""
+        if check == "live" and self.live_runs is not None:
+            return self.rate * self.live_runs
+        return self.exposure
 
     def bytes_of(self, samples: float) -> float:
         return samples / self.exposure * WORD_BYTES
@@ -212,7 +162,7 @@ def charged_caller(frames: list, idx):
         return None
     for j in range(idx + 1, len(frames)):
         fr = frames[j]
-        if _known(fr) and not is_stdlib(fr) and not is_generated(fr.get("function")):
+        if is_known(fr) and not is_stdlib(fr) and not is_generated(fr.get("function")):
             return j
     return None
 
@@ -387,9 +337,41 @@ def _check_set(profiles: list, name: str):
                              f"(frames {p0.frames}); a profile set must share one frames")
 
 
-def _combine(parts: list, grouping: str, name: str) -> Aggregate:
+def _forget_live(grouped: tuple) -> tuple:
+    """One profile's grouped counts (_group_stacks) without its live
+    samples: those of a run that did not decide what is live at exit."""
+    sites, total, _live, st_acc, peak, inner = grouped
+    return ([t[:5] + (0, t[6], {}, t[8], t[9]) for t in sites], total, 0,
+            {k: [v[0], 0] for k, v in st_acc.items() if v[0]}, peak,
+            {k: [v[0], 0] for k, v in inner.items() if v[0]})
+
+
+def _live_once(parts: list, name: str, live_decided: bool) -> tuple[list, int | None]:
+    """(parts, live_runs): a set whose first run decided what is live at
+    exit and counted the allocation points may leave it undecided in the
+    others (runner.collect: they skip the exit's walk); their live samples
+    are then dropped and live_runs is 1.  A set that must decide live
+    (`live_decided`) and does not is refused, naming the profile."""
+    undecided = [p.live_mode == LIVE_UNDECIDED for p, _ in parts]
+    if not any(undecided) or all(undecided):
+        if live_decided and any(undecided):
+            raise undecided_live_error(parts[0][0].path)
+        return parts, None
+    first = parts[0][0]
+    if undecided[0] or not _counted(first):
+        bad = next(p for (p, _), u in zip(parts, undecided) if u)
+        raise InputError(f"{bad.path}: {name}: this run did not decide what is live at exit "
+                         f"(OCAMLMEMPROF live=off) but the set's first run "
+                         f"{'did not either' if undecided[0] else 'counted no allocation points'}; "
+                         f"only the runs after a first one that counts the points may skip it")
+    return [(p, _forget_live(g) if u else g) for (p, g), u in zip(parts, undecided)], \
+        undecided.count(False)
+
+
+def _combine(parts: list, grouping: str, name: str, live_decided: bool = False) -> Aggregate:
     profiles = [p for p, _ in parts]
     _check_set(profiles, name)
+    parts, live_runs = _live_once(parts, name, live_decided)
     p0 = profiles[0]
     agg = Aggregate(name=name, rate=p0.rate, seeds=[p.seed for p in profiles],
                     frames=p0.frames, grouping=grouping,
@@ -437,7 +419,9 @@ def _combine(parts: list, grouping: str, name: str) -> Aggregate:
     agg.total_peak = None if None in peaks else sum(peaks)
     agg.peak_runs = [] if None in peaks else agg.peak_runs
     agg.gc = mean_gc(agg.gc_runs)
-    agg.live_decided = all(p.live_mode != LIVE_UNDECIDED for p in profiles)
+    agg.live_runs = live_runs
+    agg.live_decided = live_runs is not None or all(p.live_mode != LIVE_UNDECIDED
+                                                    for p in profiles)
     agg.stacks, agg.stacks_other = truncate_stacks(st_acc)
     return agg
 
@@ -459,8 +443,10 @@ PARALLEL_MIN_BYTES = 4 << 20
 def aggregate_paths(paths: list[str], grouping: str, name: str,
                     live_decided: bool = True) -> Aggregate:
     """Load, validate and group profile files, in parallel when they are big.
-    Profiles of `live=off` are refused unless not `live_decided` (their
-    live samples then count the blocks not yet collected).
+    With `live_decided`, the set must decide what is live at exit: a
+    profile of `live=off` is refused, except after a first run that decided
+    it and counted the allocation points (_live_once); without, such
+    profiles' live samples count the blocks not yet collected.
 
     Parsing JSON dominates for large profiles, so files are spread over
     worker processes; results are combined in the given (sorted) order, so
@@ -480,10 +466,10 @@ def aggregate_paths(paths: list[str], grouping: str, name: str,
     if jobs > 1 and size >= PARALLEL_MIN_BYTES:
         with cf.ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as ex:
             parts = list(ex.map(_load_grouped, paths, [grouping] * len(paths),
-                                [live_decided] * len(paths)))
+                                [False] * len(paths)))
     else:
-        parts = [_load_grouped(p, grouping, live_decided) for p in paths]
-    return _combine(parts, grouping, name)
+        parts = [_load_grouped(p, grouping, False) for p in paths]
+    return _combine(parts, grouping, name, live_decided)
 
 
 def mean_gc(runs: list[dict]) -> dict:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field as dc_field
 
 from ..inputs.snapshot import root_text, tag_name
-from .grouping import UNKNOWN, classify
+from .keys import UNKNOWN, classify
 from .keys import site_label
 
 

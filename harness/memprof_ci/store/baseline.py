@@ -45,6 +45,9 @@ live words per site from the allocation points of the first seed's run,
 with the sampled callers of each, one line per site) loads into
 Aggregate.points; a baseline without it
 loads with None, and its alloc and live checks compare sampled sites.
+With the points, config "live_runs" says how many runs (the first seed's)
+decided what is live at exit: the live samples are theirs alone
+(Aggregate.live_runs; absent: every run's).
 """
 
 from __future__ import annotations
@@ -115,6 +118,7 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         "config": {"rate": agg.rate, "seeds": list(agg.seeds), "frames": agg.frames,
                    "grouping": agg.grouping,
                    **({"peak": PEAK_EVENTS} if agg.total_peak is not None else {}),
+                   **({"live_runs": agg.live_runs} if agg.live_runs is not None else {}),
                    **({"plan": plan} if plan else {})},
         "totals": {"samples": agg.total_samples, "live_samples": agg.total_live,
                    **({"peak_samples": agg.total_peak} if agg.total_peak is not None else {})},
@@ -386,6 +390,18 @@ def _optional_sections(doc: dict, agg: Aggregate, meta: dict) -> None:
                                       "hand?), so they were ignored")
 
 
+def _live_runs(cfg: dict, runs: int) -> int | None:
+    """config.live_runs: how many runs (the first seeds') decided what is
+    live at exit and sum into the live counts; absent, all of them."""
+    if "live_runs" not in cfg:
+        return None
+    n = cfg["live_runs"]
+    if type(n) is not int or not 1 <= n < runs:
+        raise InputError(f"config.live_runs must be an integer from 1 to {runs - 1} "
+                         f"(the runs that decided live at exit), not {str(n)[:40]!r}")
+    return n
+
+
 def parse_baseline(doc, path: str) -> Aggregate:
     fix = "regenerate it with `memprof-ci update-baselines`"
     _check_header(doc, path, fix)
@@ -417,6 +433,7 @@ def parse_baseline(doc, path: str) -> Aggregate:
                         total_samples=V.count(totals.get("samples"), "totals.samples"),
                         total_live=V.count(totals.get("live_samples"), "totals.live_samples"),
                         sites=sites, sources=[path])
+        agg.live_runs = _live_runs(cfg, len(seeds))
         if "peak_samples" in totals and cfg.get("peak") == PEAK_EVENTS:
             agg.total_peak = V.count(totals["peak_samples"], "totals.peak_samples")
         meta = {"plan": _plan(cfg.get("plan"), rate, seeds),
