@@ -118,8 +118,9 @@ HARNESS_AGAINST := $(if $(AGAINST),--against '$(AGAINST)')
 
 check-alloc: runtime benchmarks | deps-python deps-bench
 	PATH=$(ROOT)/_build/runtime/bin:$$PATH MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) \
-	  $(HARNESS) check --manifest benchmarks/benchmarks.toml --baselines $(BASELINES) \
-	  --report-dir $(REPORT_DIR) $(HARNESS_SELECT) $(HARNESS_AGAINST) $(CHECK_ALLOC_ARGS)
+	  $(HARNESS) check --manifest benchmarks/benchmarks.toml \
+	  --baselines $(BASELINES) --report-dir $(REPORT_DIR) \
+	  $(HARNESS_SELECT) $(HARNESS_AGAINST) $(CHECK_ALLOC_ARGS)
 
 update-baselines: runtime benchmarks | deps-python deps-bench
 	MEMPROF_CI_PATCH_ID=$$(cat $(PATCH_ID_FILE)) $(HARNESS) update-baselines \
