@@ -10,14 +10,14 @@
  *    (the units linked in at start, `caml_alloc_sites`, the list the
  *    startup file ends with; a plugin's units when natdynlink loads
  *    them, before their code runs) and writes base + index into the
- *    reserved bits of each header word. A table of n points gets a base
- *    aligned to the power of two P >= n, above the pseudo ids, so two
- *    units' ids never meet. Registering also gives each header word a
- *    counter of its own (design 4). A table never registered keeps its
- *    words, so its blocks carry CAML_POINT_UNREGISTERED: a native
- *    toplevel phrase, a unit past the id or counter space, or any unit
- *    while counting is off (registering is then skipped, and nothing
- *    reads the bits).
+ *    reserved bits of each header word. A table of n points gets the n
+ *    ids after the last table's, above the pseudo ids, so the ids in use
+ *    are dense and two units' ids never meet. Registering also gives
+ *    each header word a counter of its own (design 4). A table never
+ *    registered keeps its words, so its blocks carry
+ *    CAML_POINT_UNREGISTERED: a native toplevel phrase, a unit past the
+ *    id or counter space, or any unit while counting is off
+ *    (registering is then skipped, and nothing reads the bits).
  * 2. Blocks that no OCaml allocation point made. Unmarshalled blocks
  *    carry CAML_POINT_UNMARSHAL (intern.c), as does the unused rest of
  *    the minor-heap block a message that failed part way was read into
@@ -65,7 +65,7 @@
  *    memprof's callbacks cancel never counts. Every block behind one
  *    header word has the same point and size, so the profile's counts
  *    are each counter times its header's size, added up by id
- *    (`minor_sums`). Registering gives a table's words counters
+ *    (`minor_of`). Registering gives a table's words counters
  *    [first, first + m) after all earlier tables'; until then a slot
  *    word holds the block's size in words, header included (1 to
  *    Max_young_whsize), so an unregistered unit's blocks count by size,
@@ -96,18 +96,29 @@
  *    every block a call allocates in C counts at its call point however
  *    deep in C it is made, and a program's runs that allocate alike
  *    number their call points alike.
+ * 7. Reading the counts. Every array above is mapped for the whole id
+ *    space and written only where ids count, and the profile reads each
+ *    id of each array once, at exit. A page never written holds zeros
+ *    and is not read (mincore says whether it is in memory): on a
+ *    kernel without a shared zero page, reading it would give it a page
+ *    of its own, and the sums at exit would make every array resident.
+ *    The counts of minor allocations by native code are turned into
+ *    counts by id one table at a time, into a buffer the size of the
+ *    largest table, so no array of all ids is written either.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
 
 #define CAML_INTERNALS
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 #include "caml/backtrace_prim.h"
 #include "caml/domain.h"
@@ -122,7 +133,7 @@
 #include "caml/platform.h"
 
 bool caml_memprof_points_on = false;
-bool caml_memprof_points_live_on = false;
+struct caml_memprof_points_pair *caml_memprof_points_live_counts = NULL;
 
 #if HEADER_RESERVED_BITS > 0 && defined(NATIVE_CODE) && !defined(_WIN32)
 
@@ -196,6 +207,7 @@ struct domain_counts {
 static struct domain_counts per_domain[Max_domains_max];
 static _Atomic int slots_used = 0;        /* 1 + the highest slot with counts */
 static pair *live = NULL;
+static bool live_written = false;    /* a walk has counted into `live` */
 static const char *live_missing = "no walk of the heap at exit";
 
 uint64_t *caml_memprof_points_promoted_counts[Max_domains_max];
@@ -240,11 +252,9 @@ void caml_memprof_points_register(void *table)
 {
   struct points_table *t = table;
   if (!caml_memprof_points_on || t->count == 0) return;
-  uintnat size = 1;
-  while (size < t->count) size <<= 1;
   caml_plat_lock_blocking(&tables_lock);
-  uintnat base = (next_id + size - 1) & ~(size - 1);
-  bool room = base + size <= CAML_POINT_UNREGISTERED
+  uintnat base = next_id;
+  bool room = base + t->count <= CAML_POINT_UNREGISTERED
               && next_slot + t->nheaders <= N_SLOTS;
   if (room && ntables == tables_cap) {
     size_t cap = tables_cap ? 2 * tables_cap : 256;
@@ -254,7 +264,7 @@ void caml_memprof_points_register(void *table)
   }
   if (room) {
     tables[ntables++] = (struct registered){ t, base, next_slot };
-    next_id = base + size;
+    next_id = base + t->count;
     t->base = Hd_reserved(base);
     /* Each allocation loads its header and its counter's offset from
      * the table: give it its id and a counter. */
@@ -444,6 +454,44 @@ reserved_t caml_memprof_points_c_caller(void)
 
 /**** Sums ****/
 
+/* Design 7: whether the page holding `p`, in one of the arrays above,
+ * was ever touched; the answers for the last pages asked are kept, per
+ * thread (domains settle their own counts), until `touched_forget`.
+ * When it cannot be known the page is read. */
+#define TOUCHED_CACHE 16
+static CAMLthread_local uintptr_t touched_pages[TOUCHED_CACHE];
+static CAMLthread_local bool touched_answers[TOUCHED_CACHE];
+
+static void touched_forget(void)
+{
+  memset(touched_pages, 0, sizeof touched_pages);
+}
+
+static bool touched(const void *p)
+{
+  static uintptr_t page_size = 0;
+  if (page_size == 0) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t page = (uintptr_t)p & ~(page_size - 1);
+  size_t k = (page / page_size) % TOUCHED_CACHE;
+  if (touched_pages[k] != page) {
+    unsigned char v = 1;
+    if (mincore((void *)page, page_size, &v) != 0) v = 1;
+    touched_pages[k] = page;
+    touched_answers[k] = v & 1;
+  }
+  return touched_answers[k];
+}
+
+static pair read_pair(const pair *p)
+{
+  return touched(p) ? *p : (pair){ 0, 0 };
+}
+
+static uint64_t read_u64(const uint64_t *p)
+{
+  return touched(p) ? *p : 0;
+}
+
 /* Packed counts x, unpacked into `into`. */
 static void add_packed(pair *into, uint64_t x)
 {
@@ -456,7 +504,7 @@ static void add_packed(pair *into, uint64_t x)
  * counted are only read. */
 static void settle_id(uint64_t *packed, pair *into, uintnat id)
 {
-  uint64_t x = packed[id];
+  uint64_t x = read_u64(&packed[id]);
   if (x == 0) return;
   add_packed(&into[id], x);
   packed[id] = 0;
@@ -468,6 +516,7 @@ static void settle(uint64_t *packed, pair *into)
   caml_plat_lock_blocking(&tables_lock);
   uintnat n = next_id;
   caml_plat_unlock(&tables_lock);
+  touched_forget();
   for (uintnat id = 0; id < n; id++) settle_id(packed, into, id);
   settle_id(packed, into, CAML_POINT_UNREGISTERED);
 }
@@ -478,38 +527,37 @@ static void add_blocks(pair *into, uint64_t blocks, uintnat whsize)
   into->words += blocks * whsize;
 }
 
-/* The minor counts by id, summed over domains: the runtime's pairs, and
- * native code's counters times their headers' sizes (design 4); with
- * tables_lock held. */
-static pair *minor_total = NULL;
-
-static void minor_sums(void)
+/* The minor counts of the n ids from `first`, summed over domains into
+ * `out`: the runtime's pairs, and for a registered table `r`, native
+ * code's counters times their headers' sizes (design 4); for
+ * CAML_POINT_UNREGISTERED, the counters by size. Computed for each
+ * table in turn at render time, so no array of all ids is written.
+ * With tables_lock held. */
+static void minor_of(uintnat first, uintnat n, const struct registered *r,
+                     pair *out)
 {
-  if (minor_total == NULL) minor_total = id_array();
-  memset(minor_total, 0, next_id * sizeof *minor_total);
-  minor_total[CAML_POINT_UNREGISTERED] = (pair){ 0, 0 };
-  for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
+  memset(out, 0, n * sizeof *out);
+  for (int i = 0, used = atomic_load(&slots_used); i < used; i++) {
     const struct domain_counts *c = &per_domain[i];
     if (c->minor == NULL) continue;
-    for (uintnat id = 0; id < next_id; id++) {
-      minor_total[id].blocks += c->minor[id].blocks;
-      minor_total[id].words += c->minor[id].words;
+    for (uintnat k = 0; k < n; k++) {
+      pair m = read_pair(&c->minor[first + k]);
+      out[k].blocks += m.blocks;
+      out[k].words += m.words;
     }
-    pair *unregistered = &minor_total[CAML_POINT_UNREGISTERED];
-    unregistered->blocks += c->minor[CAML_POINT_UNREGISTERED].blocks;
-    unregistered->words += c->minor[CAML_POINT_UNREGISTERED].words;
-    for (uintnat size = 1; size <= MAX_YOUNG_WHSIZE; size++) {
-      add_blocks(unregistered, c->slots[size], size);
-    }
-    for (size_t k = 0; k < ntables; k++) {
-      struct points_table *t = tables[k].t;
-      const uint32_t *index = table_index(t);
-      const uint64_t *counters = c->slots + tables[k].slot_first;
-      for (uintnat j = 0; j < t->nheaders; j++) {
-        if (counters[j] == 0) continue;
-        add_blocks(&minor_total[tables[k].first + index[j]], counters[j],
-                   Whsize_hd(t->headers[j]));
+    if (first == CAML_POINT_UNREGISTERED) {
+      for (uintnat size = 1; size <= MAX_YOUNG_WHSIZE; size++) {
+        add_blocks(out, read_u64(&c->slots[size]), size);
       }
+    }
+    if (r == NULL) continue;
+    const struct points_table *t = r->t;
+    const uint32_t *index = table_index((struct points_table *)t);
+    const uint64_t *counters = c->slots + r->slot_first;
+    for (uintnat j = 0; j < t->nheaders; j++) {
+      uint64_t n_j = read_u64(&counters[j]);
+      if (n_j == 0) continue;
+      add_blocks(&out[index[j]], n_j, Whsize_hd(t->headers[j]));
     }
   }
 }
@@ -532,25 +580,21 @@ void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
   c->words += Whsize_hd(hd);
 }
 
-void caml_memprof_points_count_live(header_t hd)
-{
-  pair *c = &live[Reserved_hd(hd)];
-  c->blocks++;
-  c->words += Whsize_hd(hd);
-}
-
 void caml_memprof_points_live_begin(void)
 {
   if (!caml_memprof_points_on) return;
   live_missing = NULL;
-  memset(live, 0, next_id * sizeof *live);
-  live[CAML_POINT_UNREGISTERED] = (pair){ 0, 0 };
-  caml_memprof_points_live_on = true;
+  if (live_written) {            /* a fresh array's pages stay untouched */
+    memset(live, 0, next_id * sizeof *live);
+    live[CAML_POINT_UNREGISTERED] = (pair){ 0, 0 };
+  }
+  live_written = true;
+  caml_memprof_points_live_counts = live;
 }
 
 void caml_memprof_points_live_end(const char *missing)
 {
-  caml_memprof_points_live_on = false;
+  caml_memprof_points_live_counts = NULL;
   live_missing = missing;
 }
 
@@ -558,22 +602,24 @@ void caml_memprof_points_live_end(const char *missing)
 
 enum { MINOR, MAJOR, PROMOTED, LIVE, KINDS };
 
-/* The sums over domains for `id` (the minor ones made by `minor_sums`);
+/* The sums over domains for `id`, its minor ones (`minor_of`) given;
  * false when all are zero. */
-static bool sum_id(uintnat id, pair out[KINDS])
+static bool sum_id(uintnat id, pair minor, pair out[KINDS])
 {
   memset(out, 0, KINDS * sizeof *out);
   for (int i = 0, n = atomic_load(&slots_used); i < n; i++) {
     const struct domain_counts *c = &per_domain[i];
     if (c->minor == NULL) continue;
-    out[MAJOR].blocks += c->major[id].blocks;
-    out[MAJOR].words += c->major[id].words;
-    out[PROMOTED].blocks += c->promoted[id].blocks;
-    out[PROMOTED].words += c->promoted[id].words;
-    add_packed(&out[PROMOTED], c->packed_promoted[id]);
+    pair major = read_pair(&c->major[id]);
+    pair promoted = read_pair(&c->promoted[id]);
+    out[MAJOR].blocks += major.blocks;
+    out[MAJOR].words += major.words;
+    out[PROMOTED].blocks += promoted.blocks;
+    out[PROMOTED].words += promoted.words;
+    add_packed(&out[PROMOTED], read_u64(&c->packed_promoted[id]));
   }
-  out[MINOR] = minor_total[id];
-  if (live_missing == NULL) out[LIVE] = live[id];
+  out[MINOR] = minor;
+  if (live_missing == NULL) out[LIVE] = read_pair(&live[id]);
   for (int k = 0; k < KINDS; k++) if (out[k].blocks) return true;
   return false;
 }
@@ -615,22 +661,34 @@ static bool render_points(struct caml_memprof_buf *b)
     { CAML_POINT_DUP, "(Obj.dup)" },
     { CAML_POINT_UNREGISTERED, "(unregistered)" },
   };
-  pair c[KINDS];
+  pair c[KINDS], minor;
   bool first = true;
   for (size_t i = 0; i < sizeof pseudo / sizeof pseudo[0]; i++) {
-    if (!sum_id(pseudo[i].id, c)) continue;
+    caml_plat_lock_blocking(&tables_lock);
+    minor_of(pseudo[i].id, 1, NULL, &minor);
+    caml_plat_unlock(&tables_lock);
+    if (!sum_id(pseudo[i].id, minor, c)) continue;
     if (!first) caml_memprof_buf_lit(b, ",");
     caml_memprof_buf_lit(b, "\n[\"\",0,0,0,");
     first = false;
     caml_memprof_buf_json_string(b, pseudo[i].name);
     render_counts(b, c);
   }
+  /* One table's minor counts at a time, in a buffer for the largest. */
+  uintnat most = 0;
+  for (size_t t = 0; t < ntables; t++)
+    if (tables[t].t->count > most) most = tables[t].t->count;
+  pair *minors = malloc((most ? most : 1) * sizeof *minors);
+  if (minors == NULL) { b->err = ENOMEM; return false; }
   for (size_t t = 0; t < ntables; t++) {
     const char *e = table_entries(tables[t].t);
+    caml_plat_lock_blocking(&tables_lock);
+    minor_of(tables[t].first, tables[t].t->count, &tables[t], minors);
+    caml_plat_unlock(&tables_lock);
     for (uintnat i = 0; i < tables[t].t->count; i++) {
       const char *here = e;
       e += strlen(e) + 1;
-      if (!sum_id(tables[t].first + i, c)) continue;
+      if (!sum_id(tables[t].first + i, minors[i], c)) continue;
       struct entry en;
       entry_at(here, &en);
       if (!first) caml_memprof_buf_lit(b, ",");
@@ -645,18 +703,21 @@ static bool render_points(struct caml_memprof_buf *b)
       render_counts(b, c);
     }
   }
+  free(minors);
   return b->err == 0;
 }
 
 /* The call points with any count, in id order (design 6). */
 static bool render_calls(struct caml_memprof_buf *b)
 {
-  pair c[KINDS];
+  pair c[KINDS], minor;
   bool first = true;
   caml_plat_lock_blocking(&tables_lock);
   for (size_t i = 0; i < ncalls; i++) {
     struct caml_loc_info li;
-    if (!sum_id(call_points[i].id, c) || !call_location(call_points[i].d, &li))
+    minor_of(call_points[i].id, 1, NULL, &minor);
+    if (!sum_id(call_points[i].id, minor, c)
+        || !call_location(call_points[i].d, &li))
       continue;
     if (!first) caml_memprof_buf_lit(b, ",");
     caml_memprof_buf_lit(b, "\n[");
@@ -679,9 +740,7 @@ static bool render_calls(struct caml_memprof_buf *b)
 bool caml_memprof_points_render(struct caml_memprof_buf *b)
 {
   if (!caml_memprof_points_on) return true;
-  caml_plat_lock_blocking(&tables_lock);
-  minor_sums();
-  caml_plat_unlock(&tables_lock);
+  touched_forget();
   caml_memprof_buf_lit(b, ",\n\"points\":{\"live\":");
   if (live_missing == NULL) caml_memprof_buf_lit(b, "true");
   else caml_memprof_buf_json_string(b, live_missing);
@@ -710,7 +769,6 @@ void caml_memprof_points_domain_counters(caml_domain_state *d)
 void caml_memprof_points_count_young(header_t hd) { (void)hd; }
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd)
 { (void)d; (void)hd; }
-void caml_memprof_points_count_live(header_t hd) { (void)hd; }
 void caml_memprof_points_live_begin(void) { }
 void caml_memprof_points_live_end(const char *missing) { (void)missing; }
 reserved_t caml_memprof_points_c_caller(void) { return 0; }

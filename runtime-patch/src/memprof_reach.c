@@ -21,10 +21,8 @@
  *    have no fields to follow, and static (NOT_MARKABLE) blocks are
  *    not entered, as the GC does not enter them.
  * 3. The heap is never written: visited blocks are recorded in a side
- *    bitmap with one bit per two heap words (caml/memprof_visited.h;
- *    bdd 28's 18 MB heap spans 18 regions, so the regions' table stays
- *    in the first-level cache and the bitmaps, 1/128 of the heap, in
- *    the second). The GC's own colours and the program's heap are left
+ *    bitmap with one bit per two heap words (caml/memprof_visited.h:
+ *    a bitmap per MiB, 1/128 of the heap, found by two loads). The GC's own colours and the program's heap are left
  *    as they were, so nothing needs undoing and a failure half-way
  *    (out of memory) only means falling back to the GC.
  * 4. The walk is exact only when nothing else can run or hide
@@ -41,6 +39,9 @@
 #define CAML_INTERNALS
 
 #include <stdlib.h>
+#ifndef _WIN32
+#include <sys/mman.h>
+#endif
 #include "caml/camlatomic.h"
 #include "caml/domain.h"
 #include "caml/domain_state.h"
@@ -60,44 +61,70 @@ atomic_uintnat caml_memprof_ephemerons_created = 0;
 
 /**** Visited set (caml/memprof_visited.h): adding and freeing ****/
 
-static bool regions_grow(struct caml_memprof_visited *v)
+/* The directories are mapped, not calloc'd: a fresh mapping's pages cost
+ * nothing until an entry on them is used, where calloc may clear all of
+ * it in the malloc heap. */
+static void *zeroed_map(size_t bytes)
 {
-  size_t capacity = v->capacity ? 2 * v->capacity : 64;
-  struct caml_memprof_region *regions = calloc(capacity, sizeof *regions);
-  if (regions == NULL) return false;
-  for (size_t i = 0; i < v->capacity; i++) {
-    if (v->regions[i].key != 0) {
-      *caml_memprof_region_find(regions, capacity, v->regions[i].key) =
-        v->regions[i];
-    }
-  }
-  free(v->regions);
-  v->regions = regions;
-  v->capacity = capacity;
-  return true;
+#ifndef _WIN32
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+#else
+  return calloc(1, bytes);
+#endif
 }
 
-Caml_noinline uint64_t *
-caml_memprof_visited_add_region(struct caml_memprof_visited *v, uintnat key)
+static void zeroed_unmap(void *p, size_t bytes)
 {
-  if (2 * (v->used + 1) > v->capacity && !regions_grow(v)) {
-    v->failed = true;
-    return NULL;
+#ifndef _WIN32
+  if (p != NULL) munmap(p, bytes);
+#else
+  (void)bytes;
+  free(p);
+#endif
+}
+
+#define DIRS_BYTES (CAML_MEMPROF_DIRS * sizeof(uint64_t **))
+#define DIR_BYTES (CAML_MEMPROF_DIR_SIZE * sizeof(uint64_t *))
+
+Caml_noinline uint64_t *
+caml_memprof_visited_add_region(struct caml_memprof_visited *v, uintnat hp)
+{
+  uintnat d = hp >> CAML_MEMPROF_DIR_SHIFT;
+  if (d >= CAML_MEMPROF_DIRS) { v->failed = true; return NULL; }
+  if (v->dirs == NULL) {
+    v->dirs = zeroed_map(DIRS_BYTES);
+    if (v->dirs == NULL) { v->failed = true; return NULL; }
+  }
+  if (v->dirs[d] == NULL) {
+    v->dirs[d] = zeroed_map(DIR_BYTES);
+    if (v->dirs[d] == NULL) { v->failed = true; return NULL; }
+  }
+  if (v->nbitmaps == v->bitmaps_capacity) {
+    size_t capacity = v->bitmaps_capacity ? 2 * v->bitmaps_capacity : 64;
+    uint64_t **grown = realloc(v->bitmaps, capacity * sizeof *grown);
+    if (grown == NULL) { v->failed = true; return NULL; }
+    v->bitmaps = grown;
+    v->bitmaps_capacity = capacity;
   }
   uint64_t *bits = calloc(CAML_MEMPROF_REGION_BITS / 64, sizeof *bits);
   if (bits == NULL) { v->failed = true; return NULL; }
-  struct caml_memprof_region *r =
-    caml_memprof_region_find(v->regions, v->capacity, key);
-  r->key = key;
-  r->bits = bits;
-  v->used++;
+  v->bitmaps[v->nbitmaps++] = bits;
+  v->dirs[d][(hp >> CAML_MEMPROF_REGION_SHIFT) & (CAML_MEMPROF_DIR_SIZE - 1)]
+    = bits;
   return bits;
 }
 
 void caml_memprof_visited_clear(struct caml_memprof_visited *v)
 {
-  for (size_t i = 0; i < v->capacity; i++) free(v->regions[i].bits);
-  free(v->regions);
+  for (size_t i = 0; i < v->nbitmaps; i++) free(v->bitmaps[i]);
+  free(v->bitmaps);
+  if (v->dirs != NULL) {
+    for (uintnat d = 0; d < CAML_MEMPROF_DIRS; d++)
+      zeroed_unmap(v->dirs[d], DIR_BYTES);
+    zeroed_unmap(v->dirs, DIRS_BYTES);
+  }
   *v = (struct caml_memprof_visited){ 0 };
 }
 

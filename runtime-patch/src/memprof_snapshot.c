@@ -37,8 +37,8 @@
  * 3. Memory, all of it C memory (malloc), none on the OCaml heap, and no
  *    collection run or moved (the minor heap is emptied first, as
  *    without a snapshot):
- *    - the visited bitmap of memprof_reach.c: 1/128 of the address
- *      span of the heap's regions, as without a snapshot;
+ *    - the visited bitmap of memprof_reach.c: 1/128 of each 1 MiB
+ *      region the heap occupies, as without a snapshot;
  *    - the queue, which is also the parent map: 16 bytes for each
  *      block the walk enters (its address, the queue index of its
  *      parent and that of its root): every reachable block, and each

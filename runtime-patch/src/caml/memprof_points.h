@@ -58,7 +58,6 @@
 #endif
 
 extern bool caml_memprof_points_on;
-extern bool caml_memprof_points_live_on;
 
 void caml_memprof_points_start(void);
 void caml_memprof_points_register(void *table);
@@ -78,7 +77,6 @@ CAMLextern void caml_memprof_points_count_young(header_t hd);
 void caml_memprof_points_promoted_end(caml_domain_state *d,
                                       uintnat major_words);
 void caml_memprof_points_count_major(caml_domain_state *d, header_t hd);
-void caml_memprof_points_count_live(header_t hd);
 
 /* Counts of one allocation point, in a domain's counters. */
 struct caml_memprof_points_pair { uint64_t blocks, words; };
@@ -119,9 +117,17 @@ Caml_inline void caml_memprof_points_young(header_t hd)
   if (caml_memprof_points_on) caml_memprof_points_count_young(hd);
 }
 
+/* The live counts by id while a walk counts them, else NULL. */
+extern struct caml_memprof_points_pair *caml_memprof_points_live_counts;
+
 Caml_inline void caml_memprof_points_live(header_t hd)
 {
-  if (caml_memprof_points_live_on) caml_memprof_points_count_live(hd);
+  struct caml_memprof_points_pair *c = caml_memprof_points_live_counts;
+  if (c != NULL) {
+    c += Reserved_hd(hd);
+    c->blocks++;
+    c->words += Whsize_hd(hd);
+  }
 }
 
 void caml_memprof_points_domain_counters(caml_domain_state *d);

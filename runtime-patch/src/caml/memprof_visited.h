@@ -1,13 +1,19 @@
 /* memprof-ci: the visited set of the exit's walks.
  *
  * 1. One bit per two heap words, set on a visited block's header: a
- *    bitmap per 1 MiB region of address space, found through a small
- *    open addressing table keyed by region number, with the region of
- *    the last lookup kept aside (most lookups end there). Two words
- *    suffice, as only the bit of a block's header is ever set or
- *    read: the smallest block off the minor heap is a header and one
- *    field, so no two headers share a pair of words. The heap itself
- *    is never written. (memprof_reach.c, design 3.)
+ *    bitmap per 1 MiB region of address space, found through a
+ *    directory per 32 GiB of address space (32768 bitmap pointers,
+ *    whose pages are touched only where the heap is) under one table of
+ *    directories for the first 2^48 bytes. A lookup is two dependent
+ *    loads, with no hashing or probing. Two words suffice, as only the
+ *    bit of a block's header is ever set or read: the smallest block
+ *    off the minor heap is a header and one field, so no two headers
+ *    share a pair of words. The heap itself is never written.
+ *    (memprof_reach.c, design 3.) A block above 2^48 bytes, which no
+ *    supported system hands out unasked, counts as out of memory.
+ *    Freeing goes through the list of bitmaps added, so no directory is
+ *    read where the heap is not (a read can cost a page, see
+ *    memprof_points.c, design 7).
  * 2. The lookups are inline here, for the walks' inner loops:
  *    memprof_reach.c's depth-first walk and memprof_snapshot.c's
  *    breadth-first one. Adding a region (out of line) and freeing are
@@ -42,60 +48,36 @@
 #define CAML_MEMPROF_GRANULE_SHIFT 4                 /* two words */
 #define CAML_MEMPROF_REGION_BITS \
   ((uintnat)1 << (CAML_MEMPROF_REGION_SHIFT - CAML_MEMPROF_GRANULE_SHIFT))
-
-struct caml_memprof_region {
-  uintnat key;                        /* region number + 1; 0 = empty */
-  uint64_t *bits;                     /* CAML_MEMPROF_REGION_BITS bits */
-};
+#define CAML_MEMPROF_DIR_SHIFT 35                    /* 32 GiB */
+#define CAML_MEMPROF_DIR_SIZE \
+  ((uintnat)1 << (CAML_MEMPROF_DIR_SHIFT - CAML_MEMPROF_REGION_SHIFT))
+#define CAML_MEMPROF_DIRS ((uintnat)1 << (48 - CAML_MEMPROF_DIR_SHIFT))
 
 struct caml_memprof_visited {
-  struct caml_memprof_region *regions;
-  size_t capacity;                    /* a power of 2, at most half full */
-  size_t used;
-  uintnat last_key;                   /* the region of the last lookup */
-  uint64_t *last_bits;
+  uint64_t ***dirs;       /* CAML_MEMPROF_DIRS directories, or NULL */
+  uint64_t **bitmaps;     /* every bitmap added, to free them */
+  size_t nbitmaps, bitmaps_capacity;
   bool failed;
 };
 
-/* Adds region `key` (absent) with a clear bitmap; NULL, with `failed`
- * set, when memory runs out. */
+/* Adds the region holding `hp` (absent) with a clear bitmap; NULL, with
+ * `failed` set, when memory runs out or `hp` is past the directories. */
 uint64_t *caml_memprof_visited_add_region(struct caml_memprof_visited *v,
-                                          uintnat key);
+                                          uintnat hp);
 void caml_memprof_visited_clear(struct caml_memprof_visited *v);
 
-/* The slot for `key`: where it is, or the empty slot where it belongs. */
-Caml_inline struct caml_memprof_region *
-caml_memprof_region_find(struct caml_memprof_region *regions,
-                         size_t capacity, uintnat key)
-{
-  size_t mask = capacity - 1;
-  size_t j = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & mask;
-  for (;; j = (j + 1) & mask) {
-    if (regions[j].key == key || regions[j].key == 0) return &regions[j];
-  }
-}
-
 /* The bitmap of the region holding address `hp`, added if `add`; NULL
- * if absent (or if it could not be added, which sets `failed`). It
- * becomes the last region. */
+ * if absent (or if it could not be added, which sets `failed`). */
 Caml_memprof_walk_inline uint64_t *
 caml_memprof_region_bits(struct caml_memprof_visited *v, uintnat hp, bool add)
 {
-  uintnat key = (hp >> CAML_MEMPROF_REGION_SHIFT) + 1;
-  if (key == v->last_key) return v->last_bits;
-  uint64_t *bits = NULL;
-  if (v->capacity) {
-    struct caml_memprof_region *r =
-      caml_memprof_region_find(v->regions, v->capacity, key);
-    if (r->key != 0) bits = r->bits;
-  }
-  if (bits == NULL) {
-    if (!add) return NULL;
-    bits = caml_memprof_visited_add_region(v, key);
-    if (bits == NULL) return NULL;
-  }
-  v->last_key = key;
-  v->last_bits = bits;
+  uintnat d = hp >> CAML_MEMPROF_DIR_SHIFT;
+  uint64_t **dir = v->dirs != NULL && d < CAML_MEMPROF_DIRS ? v->dirs[d]
+                                                             : NULL;
+  uint64_t *bits = dir != NULL
+    ? dir[(hp >> CAML_MEMPROF_REGION_SHIFT) & (CAML_MEMPROF_DIR_SIZE - 1)]
+    : NULL;
+  if (bits == NULL && add) bits = caml_memprof_visited_add_region(v, hp);
   return bits;
 }
 
