@@ -57,6 +57,8 @@ struct caml_memprof_visited {
   uint64_t ***dirs;       /* CAML_MEMPROF_DIRS directories, or NULL */
   uint64_t **bitmaps;     /* every bitmap added, to free them */
   size_t nbitmaps, bitmaps_capacity;
+  uintnat last_region;    /* the region of the last lookup, + 1; 0: none */
+  uint64_t *last_bits;
   bool failed;
 };
 
@@ -67,10 +69,13 @@ uint64_t *caml_memprof_visited_add_region(struct caml_memprof_visited *v,
 void caml_memprof_visited_clear(struct caml_memprof_visited *v);
 
 /* The bitmap of the region holding address `hp`, added if `add`; NULL
- * if absent (or if it could not be added, which sets `failed`). */
+ * if absent (or if it could not be added, which sets `failed`). The
+ * region of the last lookup is kept aside: most lookups end there. */
 Caml_memprof_walk_inline uint64_t *
 caml_memprof_region_bits(struct caml_memprof_visited *v, uintnat hp, bool add)
 {
+  uintnat region = (hp >> CAML_MEMPROF_REGION_SHIFT) + 1;
+  if (region == v->last_region) return v->last_bits;
   uintnat d = hp >> CAML_MEMPROF_DIR_SHIFT;
   uint64_t **dir = v->dirs != NULL && d < CAML_MEMPROF_DIRS ? v->dirs[d]
                                                              : NULL;
@@ -78,6 +83,10 @@ caml_memprof_region_bits(struct caml_memprof_visited *v, uintnat hp, bool add)
     ? dir[(hp >> CAML_MEMPROF_REGION_SHIFT) & (CAML_MEMPROF_DIR_SIZE - 1)]
     : NULL;
   if (bits == NULL && add) bits = caml_memprof_visited_add_region(v, hp);
+  if (bits != NULL) {
+    v->last_region = region;
+    v->last_bits = bits;
+  }
   return bits;
 }
 
