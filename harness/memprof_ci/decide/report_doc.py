@@ -18,7 +18,7 @@ import math
 
 REPORT_FORMAT = "memprof-ci/report"
 REPORT_VERSION = 1
-CHECKS = ("alloc_sites", "gc_totals", "live", "peak", "overhead", "proposed_baseline")
+CHECKS = ("alloc_sites", "gc_totals", "live", "peak", "overhead", "proposed_baseline", "budget")
 # Outcomes of a check: passed, failed, accepted (failed, but accepted by the
 # label with a matching proposed baseline), error, skipped, not run.
 

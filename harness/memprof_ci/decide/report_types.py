@@ -251,6 +251,7 @@ class Benchmark(Doc):
     peak_summary: dict | None | Absent = ABSENT
     stream: dict | None | Absent = ABSENT
     status: str | Absent = ABSENT      # a benchmark not run: "removed" or "missing"
+    budgets: list | None | Absent = ABSENT   # the budget rows (decide/budgets.py)
     extra: dict = field(default_factory=dict)
 
     def site_rows(self) -> list:

@@ -3,7 +3,8 @@
 The manifest has an optional top-level `build` (argv: what builds the
 benchmarks, run in the manifest's directory before them by whatever builds
 a commit itself: check --against, bisect), an optional [defaults] table and
-a [[benchmark]] array.  Invariants: load_manifest returns fully resolved Benchmark objects (absolute
+a [[benchmark]] array, and an optional [[budget]] array: allocation budgets,
+words per run at one function or line counted exactly (budget.py).  Invariants: load_manifest returns fully resolved Benchmark objects (absolute
 command/cwd, every setting filled from benchmark > defaults > built-in) or
 raises ConfigError naming the file, the benchmark and the key; unknown keys
 and wrong types are errors, never silently ignored.
@@ -18,6 +19,7 @@ import tomllib
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
+from .budget import budget_changes, parse_budgets
 from .validate import MIN_RATE, is_finite, is_rate
 
 # Settings allowed both in [defaults] and per benchmark, with their defaults.
@@ -138,6 +140,8 @@ class Manifest:
     benchmarks: list
     # argv run in `directory` to build the benchmarks, or None.
     build: list | None = None
+    # The [[budget]] tables, as budget.Budget.
+    budgets: list = field(default_factory=list)
 
     def names(self) -> list:
         return [b.name for b in self.benchmarks]
@@ -237,10 +241,10 @@ def load_manifest(path: str) -> Manifest:
 
 def parse_manifest(doc: dict, path: str) -> Manifest:
     directory = os.path.dirname(os.path.abspath(path))
-    unknown = sorted(set(doc) - {"build", "defaults", "benchmark"})
+    unknown = sorted(set(doc) - {"build", "defaults", "benchmark", "budget"})
     if unknown:
         raise ConfigError(f"{path}: unknown top-level key(s) {', '.join(unknown)}; "
-                          f"allowed: build, [defaults] and [[benchmark]]")
+                          f"allowed: build, [defaults], [[benchmark]] and [[budget]]")
     build = _check_build(path, doc.get("build"), directory)
     defaults = dict(SETTINGS)
     d = doc.get("defaults", {})
@@ -311,7 +315,8 @@ def parse_manifest(doc: dict, path: str) -> Manifest:
             overhead_args=None if oargs is None else
             [_resolve_arg(a, directory, False) for a in oargs]))
     return Manifest(path=os.path.abspath(path), directory=directory, benchmarks=out,
-                    build=build)
+                    build=build, budgets=parse_budgets(doc.get("budget"), path,
+                                                       [b.name for b in out]))
 
 
 MAX_ARGV = 1000
@@ -338,7 +343,9 @@ def judged_with(pr: Manifest, base: Manifest) -> tuple[Manifest, list]:
     so nothing is judged against one, and a rename cannot use this to escape
     (the old name's baseline is then reported missing).  Returns the manifest
     to judge with and the differences, one dict per benchmark and setting the
-    pull request asked to change."""
+    pull request asked to change.  The budgets are the base's too: each one
+    the pull request raised, lowered, removed or added is a change, and a
+    base budget of a benchmark the pull request lacks is dropped."""
     base_by_name = {b.name: b for b in base.benchmarks}
     out, changes = [], []
     for b in pr.benchmarks:
@@ -353,7 +360,10 @@ def judged_with(pr: Manifest, base: Manifest) -> tuple[Manifest, list]:
                                 "pull_request": getattr(b, k), "base": want[k]})
         out.append(dataclasses.replace(b, exact_min_effect=src.exact_min_effect,
                                        **{k: want[k] for k in VERDICT_SETTINGS}))
-    return dataclasses.replace(pr, benchmarks=out), changes
+    changes += budget_changes(pr.budgets, base.budgets)
+    names = {b.name for b in out}
+    budgets = [b for b in base.budgets if b.benchmark is None or b.benchmark in names]
+    return dataclasses.replace(pr, benchmarks=out, budgets=budgets), changes
 
 
 def parse_shard(spec: str) -> tuple[int, int]:

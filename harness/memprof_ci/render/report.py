@@ -25,7 +25,7 @@ by report_retention.py.  report_html.py renders the same dictionary as HTML.
 from __future__ import annotations
 
 from ..text import mdsafe
-from . import report_retention
+from . import report_budgets, report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, site_notes, worst_first)
 from .terminal_table import table
@@ -273,6 +273,7 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
     out += _changed_sites("Regressions (worst first):",
                           worst_first(all_site_rows(report, "regression")))
     out += report_retention.terminal(typed)
+    out += report_budgets.terminal(typed)
     rows = []
     for name, b in sorted(typed.benchmarks.items()):
         rows.append([name] + [_check_cell(b, c, False) for c in STATUS_CHECKS]
@@ -326,7 +327,8 @@ def render_terminal(report: dict, max_sites: int = 15, verbose: bool = False) ->
 
 def render_markdown(report: dict) -> str:
     typed = Report.from_json(report)
-    out = _md_head(report, typed) + _md_verdict_tables(report, typed) + _md_details(report, typed)
+    out = (_md_head(report, typed) + _md_verdict_tables(report, typed)
+           + report_budgets.markdown(typed) + _md_details(report, typed))
     notes = list(report.get("notes", []))
     for name, b in sorted(report["benchmarks"].items()):
         notes.extend(f"{name}: {n}" for n in b.get("notes", []))

@@ -375,6 +375,13 @@ class Context:
     def run_entry(self, name):
         return self.measurements.entry(name)
 
+    def budgets(self, name) -> list:
+        """The manifest's budgets that apply to benchmark `name`."""
+        bench = self.benches.get(name)
+        if bench is None:
+            return []
+        return [b for b in self.manifest.budgets if b.applies_to(bench)]
+
     def selected(self, checks) -> list:
         return sorted({it.bench for it in self.items if it.check in checks})
 

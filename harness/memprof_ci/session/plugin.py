@@ -29,12 +29,13 @@ from ..measure import (exact_or_sampled, overhead, overhead_carry, retention, ru
 from ..decide import overhead_verdict
 from ..decide import power as P
 from ..decide import verdict as V
+from .budget_item import BudgetItem
+from .check_item import CTX_KEY, CheckItem
 from .context import Context
 from ..errors import (InfraError, InputError, MemprofError, OverBudget, ProposedBaselineMismatch,
                       RegressionFailure)
 from ..text.mdsafe import printable
 
-CTX_KEY = pytest.StashKey["Context"]()
 MARKERS = {
     "memprof_ci": "a memprof-ci benchmark check",
     "alloc_sites": "per-site allocation check",
@@ -45,6 +46,7 @@ MARKERS = {
     "proposed_baseline": "proposed baselines agree with the measured code",
     "update_baseline": "rewrite a benchmark's baseline",
     "profile": "run a benchmark for a later judge (memprof-ci profile)",
+    "budget": "allocation budgets: exact words per run at a function or line",
     "present": "a benchmark with a trusted baseline is still in the manifest",
 }
 
@@ -74,48 +76,14 @@ class BenchmarkNode(pytest.Collector):
             kinds += [AllocSitesItem, GcTotalsItem, LiveItem, PeakItem]
             if not ctx.no_overhead:
                 kinds.append(OverheadItem)
+            if ctx.budgets(self.name):
+                kinds.append(BudgetItem)
         for k in kinds:
             it = k.from_parent(self, name=k.check)
             it.bench = self.name
             it.add_marker("memprof_ci")
             it.add_marker(k.check)
             yield it
-
-
-class CheckItem(pytest.Item):
-    check = ""
-
-    @property
-    def ctx(self) -> Context:
-        return self.config.stash[CTX_KEY]
-
-    @property
-    def benchmark(self):
-        return self.ctx.benches[self.bench]
-
-    def reportinfo(self):
-        return self.path, None, f"{self.bench}::{self.check}"
-
-    def regression(self, message: str):
-        """Fail this check, or, under the accept label with a matching
-        proposed baseline, mark it an expected failure ("accepted")."""
-        if self.check in V.ACCEPTABLE and self.ctx.accepts(self.bench):
-            pytest.xfail("accepted by label: " + message)
-        raise RegressionFailure(message)
-
-    def need_baseline(self):
-        base = self.ctx.baseline(self.bench)
-        if base is None:
-            r = self.ctx.result(self.bench)
-            r["status"] = "new"
-            path = bl.baseline_path(self.ctx.baselines_dir, self.bench)
-            if self.ctx.strict:
-                raise RegressionFailure(
-                    f"benchmark {self.bench!r}: no baseline at {path} (--strict); create it "
-                    f"with `memprof-ci update-baselines -k {self.bench}`")
-            pytest.skip(f"new benchmark {self.bench!r}: no baseline at {path}; create it with "
-                        f"`memprof-ci update-baselines -k {self.bench}`")
-        return base
 
 
 class _AgainstBaselineItem(CheckItem):

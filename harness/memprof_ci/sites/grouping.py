@@ -100,6 +100,9 @@ class Aggregate:
     # Exact counts per site from the allocation points of the first run
     # that counted them (point_sites.py); None: no run did.
     points: object = None
+    # That run's points as read (inputs/points.Points), for the budgets;
+    # None from a baseline, or when no run counted them.
+    point_counts: object = None
     # False when the runs did not decide what is live at exit (OCAMLMEMPROF
     # live=off): total_live and every live count are then blocks not yet
     # collected, which nothing may judge (rows.site_rows refuses them).
@@ -383,6 +386,7 @@ def _combine(parts: list, grouping: str, name: str, live_decided: bool = False) 
     counted = next((p for p, _ in parts if _counted(p)), None)
     if counted is not None:
         agg.points = point_sites.group(counted.points, grouping)
+        agg.point_counts = counted.points
         for _, grouped in parts:
             point_sites.add_samples(agg.points, counted.points, grouped[5], grouping)
     for p, (sites, total, live, stacks, peak, _inner) in parts:

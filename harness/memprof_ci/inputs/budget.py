@@ -1,0 +1,123 @@
+"""The manifest's allocation budgets ([[budget]]), read and compared.
+
+A budget caps the words one run of a benchmark allocates at one function's
+own allocation points (`function`, spelled as the profile's points spell
+it: "Inject.small") or at one source line (`point = "FILE:LINE"`, FILE
+being the point's file or a path suffix of it at a `/`), counted exactly
+by the first seed's run (OCAMLMEMPROF points=on).  `benchmark` names the
+one benchmark it applies to; absent, it applies to every benchmark that
+counts points.  Invariants: parse_budgets returns only checked Budgets or
+raises ConfigError naming the file, "[[budget]] #N" and the key; unknown
+keys and wrong types are errors; budget_changes lists every budget a pull
+request raised, lowered, removed or added, in judged_with's change shape.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+KEYS = ("function", "point", "words_per_run", "benchmark")
+POINT_RE = re.compile(r"^(.+):([0-9]{1,9})$")
+MAX_BUDGETS = 10_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    function: str | None      # the function whose own points count, or None
+    file: str | None          # the point's file (or a path suffix of it), or None
+    line: int | None
+    words_per_run: int
+    benchmark: str | None     # None: every benchmark that counts points
+    index: int = 0            # its place in the manifest, from 1
+
+    @property
+    def what(self) -> str:
+        """The function, or FILE:LINE, as the manifest spells it."""
+        return self.function if self.function is not None else f"{self.file}:{self.line}"
+
+    @property
+    def key(self) -> tuple:
+        """What identifies a budget across two manifests."""
+        return (self.benchmark, "function" if self.function is not None else "point",
+                self.what)
+
+    def applies_to(self, bench) -> bool:
+        if self.benchmark is not None:
+            return bench.name == self.benchmark
+        return bool(bench.points)
+
+    def matches(self, pkey: tuple) -> bool:
+        """Whether the point or call point keyed (file, line, first, last,
+        function) is one of this budget's."""
+        file, line, _first, _last, fn = pkey
+        if self.function is not None:
+            return fn == self.function
+        return line == self.line and (file == self.file or file.endswith("/" + self.file))
+
+
+def parse_budgets(v, path: str, names: list) -> list:
+    """The [[budget]] tables of a manifest whose benchmarks are `names`."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(b, dict) for b in v):
+        raise ConfigError(f"{path}: `budget` must be an array of tables ([[budget]])")
+    if len(v) > MAX_BUDGETS:
+        raise ConfigError(f"{path}: more than {MAX_BUDGETS} [[budget]] tables")
+    out, seen = [], {}
+    for i, b in enumerate(v):
+        budget = _parse_one(b, f"{path}: [[budget]] #{i + 1}", i + 1, names)
+        if budget.key in seen:
+            raise ConfigError(f"{path}: [[budget]] #{i + 1}: the same budget as "
+                              f"[[budget]] #{seen[budget.key]} ({budget.what})")
+        seen[budget.key] = i + 1
+        out.append(budget)
+    return out
+
+
+def _parse_one(b: dict, where: str, index: int, names: list) -> Budget:
+    for k in b:
+        if k not in KEYS:
+            raise ConfigError(f"{where}: unknown key `{k}`; allowed: {', '.join(KEYS)}")
+    if ("function" in b) == ("point" in b):
+        raise ConfigError(f"{where}: needs exactly one of `function` (e.g. \"Main.parse\") "
+                          f"and `point` (\"FILE:LINE\")")
+    function = file = line = None
+    if "function" in b:
+        function = b["function"]
+        if not isinstance(function, str) or not function or len(function) > 1000:
+            raise ConfigError(f"{where}: `function` must be a function's name as the profile "
+                              f"spells it, e.g. \"Main.parse\", got {function!r}")
+    else:
+        m = POINT_RE.match(b["point"]) if isinstance(b["point"], str) else None
+        if m is None or len(b["point"]) > 1000:
+            raise ConfigError(f"{where}: `point` must be \"FILE:LINE\", e.g. "
+                              f"\"src/main.ml:12\", got {b['point']!r}")
+        file, line = m.group(1), int(m.group(2))
+    words = b.get("words_per_run")
+    if not isinstance(words, int) or isinstance(words, bool) or not 0 <= words < 2 ** 63:
+        raise ConfigError(f"{where}: `words_per_run` must be an integer >= 0 (the words one "
+                          f"run may allocate there), got {words!r}")
+    bench = b.get("benchmark")
+    if bench is not None and (not isinstance(bench, str) or bench not in names):
+        raise ConfigError(f"{where}: `benchmark` {bench!r} names no [[benchmark]] of the "
+                          f"manifest")
+    return Budget(function=function, file=file, line=line, words_per_run=words,
+                  benchmark=bench, index=index)
+
+
+def budget_changes(pr: list, base: list) -> list:
+    """Every budget the pull request's list `pr` changed from `base`'s:
+    {"benchmark", "setting", "pull_request", "base"}, words per run or None
+    for a budget one side lacks."""
+    mine = {b.key: b.words_per_run for b in pr}
+    theirs = {b.key: b.words_per_run for b in base}
+    out = []
+    for key in sorted(set(mine) | set(theirs), key=lambda k: (k[0] or "", k[1], k[2])):
+        if mine.get(key) != theirs.get(key):
+            out.append({"benchmark": key[0] or "(every benchmark)",
+                        "setting": f"budget {key[2]}",
+                        "pull_request": mine.get(key), "base": theirs.get(key)})
+    return out
