@@ -75,7 +75,7 @@ test-upstream: runtime | deps-python
 
 # The runtime's own tests on OCAML_VERSION's runtime (make test-runtime
 # OCAML_VERSION=5.3.0 builds and tests the other supported release).
-test-runtime: runtime $(ADOPT_STAMP) | deps-python deps-bench deps-lint deps-adopt
+test-runtime: runtime | deps-python deps-bench deps-lint deps-adopt
 	MEMPROF_CI_RUNTIME=$(ROOT)/$(RUNTIME_DIR) MEMPROF_CI_ADOPT_PREFIX=$(ADOPT_PREFIX) \
 	  $(PYTHON) -m pytest -q runtime-patch/tests $(TEST_ARGS)
 
@@ -254,6 +254,8 @@ deps-adopt:
 opam-check: | deps-build deps-python deps-adopt
 	MEMPROF_CI_OPAM_COMPILER=1 $(PYTHON) -m pytest -q runtime-patch/tests/test_opam_compiler.py $(TEST_ARGS)
 
-# make test also runs the install and example tests, on _build/adopt/prefix.
+# make test also runs the install and example tests, on _build/adopt/prefix;
+# so does test-runtime (its rule above is read before ADOPT_STAMP is set).
 TEST_DIRS += examples/tests
 test: $(ADOPT_STAMP) | deps-adopt
+test-runtime: $(ADOPT_STAMP)

@@ -15,18 +15,20 @@ and passes; a benchmark without counted points is never judged here
 
 from __future__ import annotations
 
+from ..sites.keys import norm_file
+
 TOP_POINTS = 3   # the heaviest points a row names
 
 
 def _contributions(budget, pts) -> list:
     """[(words, point label, via C)] of the budget's points that allocated,
-    heaviest first."""
+    heaviest first, named as the sites name their files (location-independent)."""
     out = []
     for table, via_c in ((pts.counts, False), (pts.calls or {}, True)):
         for pk, c in table.items():
             words = c[1] + c[3]
             if words and pk[0] and budget.matches(pk):
-                out.append((words, f"{pk[0]}:{pk[1]}:{pk[2]}-{pk[3]}", via_c))
+                out.append((words, f"{norm_file(pk[0])}:{pk[1]}:{pk[2]}-{pk[3]}", via_c))
     out.sort(key=lambda t: (-t[0], t[1], t[2]))
     return out
 
