@@ -262,3 +262,44 @@ def test_budget_of_a_benchmark_without_points_is_exit_2(tmp_path):
     assert "which has `points = false`; a budget needs" in \
         rep["benchmarks"]["beta"]["checks"]["budget"]["message"]
     assert "which has `points = false`" in r.stdout + r.stderr
+
+
+def _over_row(words=200, limit=100, bench="b", what="M.f"):
+    return {"benchmark": bench, "what": what, "kind": "function", "words_per_run": words,
+            "limit": limit, "outcome": "failed" if words > limit else "passed", "points": []}
+
+
+def _change(limit, bench="b", what="M.f", base=100):
+    return {"benchmark": bench, "setting": f"budget {what}", "pull_request": limit, "base": base}
+
+
+@pytest.mark.parametrize("label, changes, expect", [
+    (False, [_change(300)], False),                       # no label
+    (True, [], False),                                    # the pull request did not touch it
+    (True, [_change(300)], True),                         # raised to a limit the words fit
+    (True, [_change(150)], False),                        # raised, but not enough
+    (True, [_change(None)], True),                        # removed
+    (True, [_change(300, bench="(every benchmark)")], True),
+    (True, [_change(300, what="M.g")], False),            # another budget changed
+])
+def test_the_label_accepts_only_a_budget_the_pull_request_changed(label, changes, expect):
+    report = {"accept_changes": label, "settings_changes": changes}
+    assert B.accepted_rows(report, [_over_row()]) is expect
+    # A row within its limit never needs the label.
+    assert B.accepted_rows({"accept_changes": True, "settings_changes": []},
+                           [_over_row(words=100)]) is True
+
+
+def test_accept_changes_reverifies_a_budget_check_claimed_accepted():
+    from memprof_ci.decide.verdict import accept_changes
+    report = {"accept_changes": True, "settings_changes": [],
+              "benchmarks": {"b": {"checks": {"budget": {"outcome": "accepted", "message": "m"}},
+                                   "budgets": [_over_row()]}}}
+    accept_changes(report)
+    assert report["benchmarks"]["b"]["checks"]["budget"]["outcome"] == "failed"
+    assert report["accepted"] == []
+    report["settings_changes"] = [_change(250)]
+    report["benchmarks"]["b"]["checks"]["budget"]["outcome"] = "failed"
+    accept_changes(report)
+    assert report["benchmarks"]["b"]["checks"]["budget"]["outcome"] == "accepted"
+    assert report["accepted"] == [{"benchmark": "b", "check": "budget", "message": "m"}]

@@ -10,7 +10,11 @@ its callees' (a callee's points name the callee).  Invariants: nothing is
 sampled, scaled or estimated, and no baseline is read: a row fails exactly
 when its words exceed its limit; a budget no point matches counts 0 words
 and passes; a benchmark without counted points is never judged here
-(needs_points says why, an error of the run, exit 2).
+(needs_points says why, an error of the run, exit 2).  The accept label
+covers a failing row only when the pull request changed that budget (it is
+in report["settings_changes"], which the judge computes from the two
+manifests) and the words fit the pull request's own limit, or it removed
+the budget (accepted_rows).
 """
 
 from __future__ import annotations
@@ -64,3 +68,24 @@ def needs_points(manifest_path: str, budget, name: str, why: str) -> str:
     return (f"{manifest_path}: [[budget]] #{budget.index} ({budget.what}) applies to benchmark "
             f"{name!r}, which {why}; a budget needs the exact allocation-point counts "
             f"(`points = true` and the native-code memprof-ci runtime)")
+
+
+def accepted_rows(report: dict, rows: list) -> bool:
+    """Whether the accept label covers every failing row of `rows`: the
+    label is on, and each failing row's budget is one the pull request
+    changed, to a limit its words fit, or removed."""
+    if not report.get("accept_changes"):
+        return False
+    changed = {(c.get("benchmark"), c.get("setting")): c
+               for c in report.get("settings_changes") or []}
+    for r in rows:
+        if r["words_per_run"] <= r["limit"]:
+            continue
+        setting = f"budget {r['what']}"
+        c = changed.get((r["benchmark"], setting)) or changed.get(("(every benchmark)", setting))
+        if c is None:
+            return False
+        limit = c.get("pull_request")
+        if limit is not None and not (isinstance(limit, int) and r["words_per_run"] <= limit):
+            return False
+    return True

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 
+from . import budgets as B
 from . import stats
 from ..text.fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, site_name, worst_first
 from .attribution import (EXACT_MIN_BYTES, RENAMED, SITE_KEYS, apply_moves, attribute_changes,
@@ -288,8 +289,9 @@ def accepted(report: dict, name: str) -> bool:
 
 def accept_changes(report: dict) -> None:
     """Apply the accept label (accepted()) to every acceptable check that
-    failed; an "accepted" outcome that does not qualify (a shard report's
-    claim, say) is turned back into "failed"."""
+    failed, and to a budget check whose failing budgets the pull request
+    changed (budgets.accepted_rows); an "accepted" outcome that does not
+    qualify (a shard report's claim, say) is turned back into "failed"."""
     acc = []
     for name, b in sorted(report["benchmarks"].items()):
         ok = accepted(report, name)
@@ -300,6 +302,12 @@ def accept_changes(report: dict) -> None:
             c["outcome"] = "accepted" if ok else "failed"
             if ok:
                 acc.append({"benchmark": name, "check": check, "message": c.get("message", "")})
+        c = b.get("checks", {}).get("budget")
+        if c and c["outcome"] in ("failed", "accepted"):
+            c["outcome"] = "accepted" if B.accepted_rows(report, b.get("budgets") or []) \
+                else "failed"
+            if c["outcome"] == "accepted":
+                acc.append({"benchmark": name, "check": "budget", "message": c.get("message", "")})
     if report.get("accept_changes"):
         report["accepted"] = acc
 
