@@ -303,3 +303,41 @@ def test_accept_changes_reverifies_a_budget_check_claimed_accepted():
     accept_changes(report)
     assert report["benchmarks"]["b"]["checks"]["budget"]["outcome"] == "accepted"
     assert report["accepted"] == [{"benchmark": "b", "check": "budget", "message": "m"}]
+
+
+def _html_report(rows):
+    return decided(rows)
+
+
+def test_html_section_escapes_bounds_and_is_absent_without_budgets():
+    from memprof_ci.decide.report_types import Report
+    from memprof_ci.render import report_budgets
+    from memprof_ci.render.report_html import render_html
+    assert 'id="budgets"' not in render_html(_html_report([]))
+    hostile = "M.f</td><script>window.__pwned=1</script>"
+    page = render_html(_html_report([_over_row(what=hostile), _over_row(words=5, what="M.g")]))
+    section = page[page.index('<section id="budgets">'):]
+    section = section[:section.index("</section>")]
+    assert "<script>window.__pwned" not in section and "&lt;script&gt;" in section
+    # The failing row first, as a regression; the passing one after.
+    assert section.index('class="regression"') < section.index('class="ok"')
+    assert section.count("<tr") == 3        # the head and two rows
+    many = [_over_row(what=f"M.f{i}" + "x" * 900) for i in range(300)]
+    big = report_budgets.html(Report.from_json(_html_report(many)), lambda s: s)
+    assert len(big) <= report_budgets.HTML_BUDGET
+    assert "more budget row(s): see report.json" in big
+
+
+def test_html_budget_rows_render_in_chromium(tmp_path):
+    from chromium_cdp import Browser
+    from memprof_ci.render.report_html import render_html
+    p = tmp_path / "report.html"
+    p.write_text(render_html(_html_report([_over_row(), _over_row(words=5, what="M.g")])))
+    with Browser() as br:
+        br.open(str(p))
+        cells = br.eval("Array.from(document.querySelectorAll('#budgets tbody tr'))"
+                        ".map(r => r.cells[1].textContent + '|' + r.cells[4].textContent)")
+        assert cells == ["M.f|FAILED", "M.g|passed"]
+        assert br.eval("document.querySelector('#budgets').getBoundingClientRect().height") > 0
+        br.settle()
+        assert br.errors == []

@@ -2,11 +2,12 @@
 
 Renders each benchmark's `budgets` rows (decide/budgets.py) as one table:
 the budget (a function or FILE:LINE), its exact words per run, its limit,
-passed or FAILED, and its heaviest allocation points.  Invariants: nothing
-is decided here (a row's outcome is its own); no section at all when no
-row exists, so a report without budgets renders as before; external names
-pass through mdsafe, and the terminal's table fits 120 columns
-(terminal_table.py).
+passed or FAILED, and its heaviest allocation points, in the terminal,
+Markdown and HTML reports.  Invariants: nothing is decided here (a row's
+outcome is its own); no section at all when no row exists, so a report
+without budgets renders as before; external names pass through mdsafe (or
+the HTML page's `esc`), the terminal's table fits 120 columns
+(terminal_table.py), and the HTML section is at most HTML_BUDGET bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from ..text import mdsafe
 from .terminal_table import table
 
+MAX_HTML_ROWS = 100
+HTML_BUDGET = 60_000       # bytes of report.html's section
 TITLE = "Allocation budgets (exact words per run at the function's own allocation points):"
 
 
@@ -63,3 +66,40 @@ def markdown(report) -> list:
                    f"| {'**FAILED**' if r['outcome'] == 'failed' else 'passed'} | {pts} |")
     out.append("")
     return out
+
+
+def _html_row(name: str, r: dict, esc) -> str:
+    failed = r["outcome"] == "failed"
+    pts = ", ".join(f"{esc(p['point'])}{' (C)' if p.get('via_c') else ''} ({p['words']:,})"
+                    for p in r["points"][:3]) or "no allocation point of it allocated"
+    return (f'<tr class="{"regression" if failed else "ok"}"><td>{esc(name)}</td>'
+            f"<td><code>{esc(r['what'])}</code></td><td>{r['words_per_run']:,}</td>"
+            f"<td>{r['limit']:,}</td><td>{'FAILED' if failed else 'passed'}</td>"
+            f"<td>{pts}</td></tr>")
+
+
+def html(report, esc) -> str:
+    """report.html's section (`esc` escapes and clips a string), or "": at
+    most MAX_HTML_ROWS rows and HTML_BUDGET bytes, failing rows first."""
+    rows = sorted(_rows(report), key=lambda nr: (nr[1]["outcome"] != "failed", nr[0]))
+    if not rows:
+        return ""
+    out = ['<section id="budgets"><h2>Allocation budgets</h2>'
+           '<p class="note">Exact words per run (first seed, every allocation point '
+           "counted) at the function's own allocation points or the line; over the "
+           'limit fails.</p><table class="budgets"><thead><tr><th>benchmark</th>'
+           "<th>budget</th><th>words/run</th><th>limit</th><th>verdict</th>"
+           "<th>largest points</th></tr></thead><tbody>"]
+    size, shown = len(out[0]), 0
+    for name, r in rows[:MAX_HTML_ROWS]:
+        row = _html_row(name, r, esc)
+        if size + len(row) > HTML_BUDGET - 300:
+            break
+        out.append(row)
+        size, shown = size + len(row), shown + 1
+    out.append("</tbody></table>")
+    if shown < len(rows):
+        out.append(f'<p class="note">{len(rows) - shown} more budget row(s): see '
+                   f"report.json</p>")
+    out.append("</section>")
+    return "".join(out)

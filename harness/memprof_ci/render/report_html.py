@@ -31,7 +31,8 @@ Invariants:
    to STACK_BUDGET bytes of JSON; the top of the page adds FOCUS_ROWS rows
    and a graph within FOCUS_BUDGET; so report.html is at most about
    PAGE_OVERHEAD + FOCUS_ROWS x ROW_BOUND + FOCUS_BUDGET
-   + report_retention.HTML_BUDGET + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
+   + report_retention.HTML_BUDGET + report_budgets.HTML_BUDGET
+   + (MAX_SITE_ROWS x ROW_BOUND + STACK_BUDGET) per benchmark (README,
    "HTML report").
 4. Nothing is decided here: the exit code and errors come from
    report["verdict"], statuses from verdict.py, the node colouring of the
@@ -48,7 +49,7 @@ import re
 import urllib.parse
 
 from ..text import mdsafe
-from . import report_retention
+from . import report_budgets, report_retention
 from ..decide.report_types import Benchmark, Report
 from ..text.fmt import callers_text, fmt_bytes, fmt_delta, fmt_mde, fmt_p, overhead_text
 from .report import ABSENT_WORD, STATUS_CHECKS, headline, peak_lines, power_cell, preamble
@@ -63,7 +64,7 @@ ROW_BOUND = 1_500           # bytes of one site row (names are clipped)
 STACKS_PER_SITE = 8         # heaviest stacks shown for a clicked site, drawn for the worst
 FOCUS_ROWS = 8              # regressed site rows listed at the top of the page
 PAGE_BOUND_FIXED = (PAGE_OVERHEAD + FOCUS_ROWS * ROW_BOUND + FOCUS_BUDGET
-                    + report_retention.HTML_BUDGET)
+                    + report_retention.HTML_BUDGET + report_budgets.HTML_BUDGET)
 
 
 # ------------------------------------------------------------ source links
@@ -390,6 +391,7 @@ def render_html(report: dict, env=None) -> str:
     regs = _regressions(report, names)
     out.append(_focus_section(report, names, regs, data))
     out.append(report_retention.html(typed, esc))
+    out.append(report_budgets.html(typed, esc))
     out.append(_status_table(typed, names))
     peaks = peak_lines(typed)
     if peaks:
