@@ -202,8 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     _add_run_options(sub.add_parser("check", help="run benchmarks and compare with baselines"),
                      True)
-    _add_run_options(sub.add_parser("update-baselines",
-                                    help="run benchmarks and rewrite their baselines"), False)
+    ub = sub.add_parser("update-baselines", help="run benchmarks and rewrite their baselines")
+    _add_run_options(ub, False)
+    ub.add_argument("--ratchet", action="store_true",
+                    help="also lower each [[budget]]'s words_per_run in the manifest to what "
+                         "the benchmarks it applies to now allocate there, where that is less "
+                         "(budgets only tighten)")
     _add_run_options(sub.add_parser("profile",
                                     help="run benchmarks and keep their profiles and overhead "
                                          "in a run directory, for a separate judge "

@@ -64,3 +64,28 @@ def test_budget_at_the_exact_words_passes_and_one_word_less_fails(tmp_path):
     # before it name temporary paths of any length).
     ours = r.stdout[r.stdout.index("memprof-ci: regression"):]
     assert max(map(len, ours.splitlines())) <= 120
+
+
+@pytest.mark.needs_runtime
+def test_ratchet_lowers_a_budget_to_what_the_code_now_allocates(tmp_path):
+    """update-baselines --ratchet lowers Inject.small's budget from 300,000
+    to its exact 200,000 words, keeping the manifest's other text; a budget
+    the code now exceeds is warned about and never raised."""
+    work = str(tmp_path)
+    build(work, os.path.join(HERE, "data", "points", "inject.ml"), "inject")
+    manifest(work, '[[budget]]  # the lookup\nfunction = "Inject.small"\n'
+                   'words_per_run = 300_000  # agreed in review\n'
+                   '[[budget]]\nfunction = "Inject.big"\nwords_per_run = 5\n')
+    before = open(tmp_path / "benchmarks.toml").read()
+    r = run_cli(["update-baselines", "--manifest", "benchmarks.toml", "--no-overhead",
+                 "--ratchet"], cwd=work, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"[[budget]] #1 Inject.small: words_per_run 300,000 -> {SMALL_WORDS:,}" in r.stdout
+    assert "Inject.big allocated" in r.stderr and "(check fails)" in r.stderr
+    after = open(tmp_path / "benchmarks.toml").read()
+    assert after == before.replace("words_per_run = 300_000  # agreed",
+                                   "words_per_run = 200_000  # agreed")
+    r = run_cli(["update-baselines", "--manifest", "benchmarks.toml", "--no-overhead",
+                 "--ratchet"], cwd=work, timeout=600)
+    assert r.returncode == 0 and "ratchet: no budget to lower" in r.stdout, r.stdout + r.stderr
+    assert open(tmp_path / "benchmarks.toml").read() == after

@@ -341,3 +341,31 @@ def test_html_budget_rows_render_in_chromium(tmp_path):
         assert br.eval("document.querySelector('#budgets').getBoundingClientRect().height") > 0
         br.settle()
         assert br.errors == []
+
+
+def test_lowered_text_rewrites_only_the_limit_lines():
+    from memprof_ci.inputs.budget import lowered_text
+    text = ('[[benchmark]]\nname = "a"\ncommand = ["x"]\n\n'
+            '[[budget]]  # one\r\nfunction = "M.f"\r\nwords_per_run = 1_000  # why\r\n'
+            '[[budget]]\nfunction = "M.g"\nwords_per_run = 50\n')
+    assert lowered_text(text, {1: 900}) == text.replace("= 1_000  # why", "= 900  # why")
+    assert lowered_text(text, {2: 7}) == text.replace("= 50\n", "= 7\n")
+    # A budget not written on its own line, or a number the table does not have.
+    inline = 'budget = [{function = "M.f", words_per_run = 10}]\n'
+    assert lowered_text(inline, {1: 5}) is None
+    assert lowered_text(text, {3: 5}) is None
+
+
+def test_ratchet_limits_lower_only_what_every_benchmark_allows(tmp_path):
+    from memprof_ci.inputs.budget import Budget
+    f = Budget("M.f", None, None, 100, None, index=1)
+    g = Budget("M.g", None, None, 100, "a", index=2)
+    rows = {"a": [_over_row(words=40, limit=100, bench="a", what="M.f"),
+                  _over_row(words=120, limit=100, bench="a", what="M.g")],
+            "b": [_over_row(words=60, limit=100, bench="b", what="M.f")]}
+    applies = {1: {"a", "b"}, 2: {"a"}}
+    # M.f: the most of both benchmarks; M.g is over its limit, never raised.
+    assert B.ratchet_limits([f, g], rows, applies) == {1: 60}
+    assert B.ratchet_limits([f], {}, applies) == {}
+    # A benchmark M.f applies to was not measured (-k): M.f is left alone.
+    assert B.ratchet_limits([f], {"a": rows["a"]}, applies) == {}

@@ -2,14 +2,22 @@
 allocated as their new baselines, under the baselines directory's lock.
 
 Each written baseline is announced on stdout with its plan, the power it
-states and its cost; advice and budget warnings go to stderr.
+states and its cost; advice and budget warnings go to stderr.  The
+manifest's allocation budgets are not judged here (check does), but one
+over its limit is warned about, and `--ratchet` lowers each budget whose
+benchmarks were all measured to what they now allocate there, rewriting
+only those lines of the manifest (inputs/budget.lowered_text), atomically.
 """
 
 from __future__ import annotations
 
 import sys
 
+from ..decide import budgets as B
 from ..decide.power import family_size, plan_line, stated_power
+from ..errors import ConfigError
+from ..inputs.atomicio import write_atomic
+from ..inputs.budget import lowered_text
 from ..decide.verdict import POWER_SHARE
 from ..render.outputs import finish
 from ..session.plugin import finish_report
@@ -42,4 +50,40 @@ def run(args) -> int:
         for name, b in sorted(rep["benchmarks"].items()):
             if b.get("over_budget") and not args.strict:
                 print(f"memprof-ci: warning: {b['over_budget']}", file=sys.stderr)
+        _budgets(ctx, written, args)
         return finish(rep)
+
+
+def _budgets(ctx, written: dict, args) -> None:
+    """Warn of a budget over its limit; with --ratchet, lower the budgets
+    the measured benchmarks now allocate less than."""
+    rows = {}
+    for name, agg in sorted(written.items()):
+        pts = getattr(agg, "point_counts", None)
+        if ctx.budgets(name) and pts is not None and pts.unavailable is None:
+            rows[name] = B.budget_rows(name, ctx.budgets(name), pts)
+            msg = B.budget_failure(name, rows[name])
+            if msg:
+                print(f"memprof-ci: warning: {msg} (check fails)", file=sys.stderr)
+    if not args.ratchet:
+        return
+    if args.base_manifest:
+        raise ConfigError("--ratchet rewrites --manifest's budgets: not with --base-manifest")
+    applies = {b.index: {bench.name for bench in ctx.manifest.benchmarks
+                         if b.applies_to(bench)} for b in ctx.manifest.budgets}
+    limits = B.ratchet_limits(ctx.manifest.budgets, rows, applies)
+    if not limits:
+        print("memprof-ci: ratchet: no budget to lower")
+        return
+    with open(ctx.manifest.path, encoding="utf-8") as f:
+        text = f.read()
+    new = lowered_text(text, limits)
+    if new is None:
+        raise ConfigError(f"{ctx.manifest.path}: --ratchet cannot rewrite its [[budget]] "
+                          f"tables (each needs its own `words_per_run = N` line); lower by "
+                          f"hand: " + ", ".join(f"#{k} to {v:_}" for k, v in sorted(limits.items())))
+    write_atomic(ctx.manifest.path, new)
+    for b in ctx.manifest.budgets:
+        if b.index in limits:
+            print(f"memprof-ci: ratchet: [[budget]] #{b.index} {b.what}: words_per_run "
+                  f"{b.words_per_run:,} -> {limits[b.index]:,}")

@@ -89,3 +89,19 @@ def accepted_rows(report: dict, rows: list) -> bool:
         if limit is not None and not (isinstance(limit, int) and r["words_per_run"] <= limit):
             return False
     return True
+
+
+def ratchet_limits(budgets: list, rows: dict, applies: dict) -> dict:
+    """{budget index: lower limit} for each budget every benchmark of which
+    (applies: index -> names) has its row in `rows` (name -> budget rows)
+    and allocated less than the limit there: the most any of them did."""
+    out = {}
+    for b in budgets:
+        mine = [r for name in applies.get(b.index, ()) for r in rows.get(name, ())
+                if r["what"] == b.what and r["limit"] == b.words_per_run]
+        if not mine or {r["benchmark"] for r in mine} != set(applies[b.index]):
+            continue
+        most = max(r["words_per_run"] for r in mine)
+        if most < b.words_per_run:
+            out[b.index] = most
+    return out

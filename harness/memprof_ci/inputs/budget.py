@@ -9,12 +9,16 @@ one benchmark it applies to; absent, it applies to every benchmark that
 counts points.  Invariants: parse_budgets returns only checked Budgets or
 raises ConfigError naming the file, "[[budget]] #N" and the key; unknown
 keys and wrong types are errors; budget_changes lists every budget a pull
-request raised, lowered, removed or added, in judged_with's change shape.
+request raised, lowered, removed or added, in judged_with's change shape;
+lowered_text rewrites only the `words_per_run = INT` line of the budgets it
+lowers, and returns a text that tomllib reads as the same manifest with
+those limits changed, or None.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -121,3 +125,37 @@ def budget_changes(pr: list, base: list) -> list:
                         "setting": f"budget {key[2]}",
                         "pull_request": mine.get(key), "base": theirs.get(key)})
     return out
+
+
+_TABLE = re.compile(r"^\s*\[")
+_BUDGET_TABLE = re.compile(r"^\s*\[\[\s*budget\s*\]\]\s*(#.*)?$")
+_WORDS_LINE = re.compile(r"^(\s*words_per_run\s*=\s*)([0-9][0-9_]*)(\s*(#.*)?)$")
+
+
+def lowered_text(text: str, limits: dict) -> str | None:
+    """The manifest `text` with [[budget]] #N's words_per_run set to
+    limits[N] (N from 1), each on its own `words_per_run = INT` line of
+    its table; None when a budget is not written that way (an inline
+    table, say) or the result would read differently from the intended
+    change."""
+    lines = text.splitlines(keepends=True)
+    n, in_budget, done = 0, False, set()
+    for i, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        if _BUDGET_TABLE.match(body):
+            n, in_budget = n + 1, True
+        elif _TABLE.match(body):
+            in_budget = False
+        elif in_budget and n in limits and (m := _WORDS_LINE.match(body)):
+            lines[i] = f"{m.group(1)}{limits[n]:_}{m.group(3)}{line[len(body):]}"
+            done.add(n)
+    if done != set(limits):
+        return None
+    new = "".join(lines)
+    try:
+        before, after = tomllib.loads(text), tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        return None
+    for k, limit in limits.items():
+        before["budget"][k - 1]["words_per_run"] = limit
+    return new if after == before else None
