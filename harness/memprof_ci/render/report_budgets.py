@@ -13,6 +13,7 @@ the HTML page's `esc`), the terminal's table fits 120 columns
 from __future__ import annotations
 
 from ..text import mdsafe
+from .report_retention import bounded_section
 from .terminal_table import table
 
 MAX_HTML_ROWS = 100
@@ -84,22 +85,13 @@ def html(report, esc) -> str:
     rows = sorted(_rows(report), key=lambda nr: (nr[1]["outcome"] != "failed", nr[0]))
     if not rows:
         return ""
-    out = ['<section id="budgets"><h2>Allocation budgets</h2>'
-           '<p class="note">Exact words per run (first seed, every allocation point '
-           "counted) at the function's own allocation points or the line; over the "
-           'limit fails.</p><table class="budgets"><thead><tr><th>benchmark</th>'
-           "<th>budget</th><th>words/run</th><th>limit</th><th>verdict</th>"
-           "<th>largest points</th></tr></thead><tbody>"]
-    size, shown = len(out[0]), 0
-    for name, r in rows[:MAX_HTML_ROWS]:
-        row = _html_row(name, r, esc)
-        if size + len(row) > HTML_BUDGET - 300:
-            break
-        out.append(row)
-        size, shown = size + len(row), shown + 1
-    out.append("</tbody></table>")
-    if shown < len(rows):
-        out.append(f'<p class="note">{len(rows) - shown} more budget row(s): see '
-                   f"report.json</p>")
-    out.append("</section>")
-    return "".join(out)
+    head = ('<section id="budgets"><h2>Allocation budgets</h2>'
+            '<p class="note">Exact words per run (first seed, every allocation point '
+            "counted) at the function's own allocation points or the line; over the "
+            'limit fails.</p><table class="budgets"><thead><tr><th>benchmark</th>'
+            "<th>budget</th><th>words/run</th><th>limit</th><th>verdict</th>"
+            "<th>largest points</th></tr></thead><tbody>")
+    return bounded_section(head, "</tbody></table>",
+                           [_html_row(name, r, esc) for name, r in rows[:MAX_HTML_ROWS]],
+                           len(rows), HTML_BUDGET,
+                           lambda n: f"{n} more budget row(s): see report.json")

@@ -173,16 +173,25 @@ def html(report: Report, esc) -> str:
     rows = flagged_rows(report)
     if not rows:
         return ""
-    out = ['<section id="retention"><h2>What holds them</h2><ul class="retention">']
-    size, shown = len(out[0]), 0
-    for name, r in rows[:MAX_ROWS]:
-        row = _html_row(name, r, esc)
-        if size + len(row) > HTML_BUDGET - 200:
+    return bounded_section(
+        '<section id="retention"><h2>What holds them</h2><ul class="retention">', "</ul>",
+        [_html_row(name, r, esc) for name, r in rows[:MAX_ROWS]], len(rows), HTML_BUDGET,
+        lambda n: esc(_more(n)))
+
+
+def bounded_section(head: str, close: str, rows: list, total: int, budget: int, more) -> str:
+    """An HTML section of report.html: `head`, as many of the rendered `rows`
+    as fit in `budget` bytes with room for the end, `close`, a note
+    (`more(n)`, escaped text) when n of the `total` rows are left out, and
+    "</section>"."""
+    out, size, shown = [head], len(head), 0
+    for row in rows:
+        if size + len(row) > budget - 300:
             break
         out.append(row)
         size, shown = size + len(row), shown + 1
-    out.append("</ul>")
-    if shown < len(rows):
-        out.append(f'<p class="note">{esc(_more(len(rows) - shown))}</p>')
+    out.append(close)
+    if shown < total:
+        out.append(f'<p class="note">{more(total - shown)}</p>')
     out.append("</section>")
     return "".join(out)
