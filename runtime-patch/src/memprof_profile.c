@@ -22,7 +22,8 @@
  *    thread with every signal blocked; the caller renders every block
  *    when none can be started). The rendering's memory is therefore
  *    one block's text, whatever the number of stacks.
- * 3. The document (version 3, or 4 when it ends with a snapshot):
+ * 3. The document (version 3, 4 when it ends with a snapshot, 5 with the
+ *    allocation points, 6 with the allocation budgets):
  *    header (format, version, OCaml version, backend, argv, and
  *    `incomplete` only for a run the runtime ended abnormally), config
  *    (rate, seed, frames, stacks when cut at the site, else stackmem in
@@ -33,7 +34,8 @@
  *    zero (most of a stack's are: the line is about half as long),
  *    "cut" when it holds stacks cut past the budget, and its frames as
  *    indices into the table; last, with snapshot=exit, the snapshot
- *    (memprof_snapshot.c). The counts of a stack, and
+ *    (memprof_snapshot.c), after the points (memprof_points.c) and the
+ *    budgets (memprof_budgets.c). The counts of a stack, and
  *    then its indices, are each assembled in a local line and added at
  *    once (there is one stack per sample at worst, so per-piece
  *    additions would dominate).
@@ -55,6 +57,7 @@
 #include "caml/gc_ctrl.h"
 #include "caml/gc_stats.h"
 #include "caml/major_gc.h"
+#include "caml/memprof_budgets.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_frames.h"
 #include "caml/memprof_jsonbuf.h"
@@ -551,10 +554,12 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   const struct caml_memprof_sorted *so = p->sorted;
 
   /* Version 4 is version 3 with a snapshot, version 5 either with the
-   * allocation points (the format document). */
+   * allocation points, version 6 any of them with the allocation budgets
+   * (the format document). */
   caml_memprof_buf_printf(b, "{\"format\":\"memprof-ci/profile\","
                           "\"version\":%d,\"ocaml_version\":",
-                          env->points ? 5 : p->snapshot != NULL ? 4 : 3);
+                          caml_memprof_budgets_any() ? 6
+                          : env->points ? 5 : p->snapshot != NULL ? 4 : 3);
   caml_memprof_buf_json_string(b, OCAML_VERSION_STRING);
 #ifdef NATIVE_CODE
   caml_memprof_buf_lit(b, ",\"backend\":\"native\",\"argv\":[");
@@ -607,6 +612,7 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
   render_all_lines(b, so);
   caml_memprof_buf_lit(b, "\n]");
   if (!caml_memprof_points_render(b)) return false;
+  if (!caml_memprof_budgets_render(b)) return false;
   if (p->snapshot != NULL && !caml_memprof_snapshot_render(b, p->snapshot, so))
     return false;
   caml_memprof_buf_lit(b, "}\n");

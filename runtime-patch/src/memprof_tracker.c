@@ -186,6 +186,7 @@
 #include "caml/major_gc.h"
 #include "caml/memory.h"
 #include "caml/memprof.h"
+#include "caml/memprof_budgets.h"
 #include "caml/memprof_ctf.h"
 #include "caml/memprof_env.h"
 #include "caml/memprof_outfile.h"
@@ -1147,6 +1148,7 @@ void caml_memprof_tracker_start(void)
 
   if (env->snapshot_on_signal) install_snapshot_signal();
   if (env->points) caml_memprof_points_start();     /* memprof_points.c */
+  caml_memprof_budgets_start();                     /* memprof_budgets.c */
 
   caml_register_generational_global_root(&profile);
   caml_modify_generational_global_root(

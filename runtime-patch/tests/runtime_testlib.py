@@ -160,7 +160,8 @@ def read_profile(raw) -> dict:
     with each stack's missing counts given as zeros and its frame indices
     replaced by the frame table's objects (so tests read `st["live_samples"]`
     and `st["frames"]` as in format version 1), the snapshot's sites' too.
-    Version 4 is the one with a snapshot, 5 any with allocation points."""
+    Version 4 is the one with a snapshot, 5 any with allocation points, 6
+    any with allocation budgets."""
     global _validator
     import jsonschema
     if _validator is None:
@@ -168,7 +169,8 @@ def read_profile(raw) -> dict:
         _validator = jsonschema.validators.validator_for(schema)(schema)
     doc = json.loads(raw)
     _validator.validate(doc)
-    assert doc["version"] == (5 if "points" in doc else 4 if "snapshot" in doc else 3)
+    assert doc["version"] == (6 if "budgets" in doc else 5 if "points" in doc
+                              else 4 if "snapshot" in doc else 3)
     table = doc.pop("frame_table")
     for st in doc["stacks"]:
         st["frames"] = [table[i] for i in st["frames"]]
