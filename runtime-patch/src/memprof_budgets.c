@@ -146,8 +146,9 @@ static uintnat hash_of(const char *key)
   return ((uintnat)key >> 3) * 0x9E3779B97F4A7C15ULL >> 50 & (HASH - 1);
 }
 
-/* The slot of DESC's address `key`, registering it (design 4). */
-static uintnat registry_slot(const char *key)
+/* The slot of DESC's address `key`, registering it (design 4); kept out
+ * of `enter`, whose cached path then saves no registers. */
+static Caml_noinline uintnat registry_slot(const char *key)
 {
   uintnat slot = NO_SLOT;
   caml_plat_lock_blocking(&registry_lock);
@@ -198,7 +199,7 @@ CAMLprim value caml_memprof_budget_enter(value desc)
 }
 
 /* The calling thread's counts (design 5). */
-static struct budget_count *thread_counts(void)
+static Caml_noinline struct budget_count *thread_counts(void)
 {
   struct budget_thread *t = mmap(NULL, sizeof *t, PROT_READ | PROT_WRITE,
                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -92,7 +92,8 @@
  *    that only grows. A direct-mapped cache per domain slot serves the
  *    return addresses seen before without the lock, in about twenty
  *    instructions; its empty entries (return address 0) already give
- *    CAML_POINT_RUNTIME, which is the right answer for 0. The id depends only on the return address, so
+ *    CAML_POINT_RUNTIME, which is the right answer for 0. The id
+ *    depends only on the return address, so
  *    every block a call allocates in C counts at its call point however
  *    deep in C it is made, and a program's runs that allocate alike
  *    number their call points alike.

@@ -22,7 +22,8 @@
  *    not entered, as the GC does not enter them.
  * 3. The heap is never written: visited blocks are recorded in a side
  *    bitmap with one bit per two heap words (caml/memprof_visited.h:
- *    a bitmap per MiB, 1/128 of the heap, found by two loads). The GC's own colours and the program's heap are left
+ *    a bitmap per MiB, 1/128 of the heap, found by two loads). The
+ *    GC's own colours and the program's heap are left
  *    as they were, so nothing needs undoing and a failure half-way
  *    (out of memory) only means falling back to the GC.
  * 4. The walk is exact only when nothing else can run or hide

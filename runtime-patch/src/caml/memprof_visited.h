@@ -4,7 +4,8 @@
  *    bitmap per 1 MiB region of address space, found through a
  *    directory per 32 GiB of address space (32768 bitmap pointers,
  *    whose pages are touched only where the heap is) under one table of
- *    directories for the first 2^48 bytes. A lookup is two dependent
+ *    directories for the first 2^48 bytes. A lookup compares with the
+ *    region it found last and, for another region, makes two dependent
  *    loads, with no hashing or probing. Two words suffice, as only the
  *    bit of a block's header is ever set or read: the smallest block
  *    off the minor heap is a header and one field, so no two headers
