@@ -99,8 +99,8 @@ def _budgets(ctx, written: dict, args) -> None:
     if new is None:
         raise ConfigError(f"{ctx.manifest.path}: --ratchet cannot rewrite its [[budget]] "
                           f"tables (each needs its own `words_per_run = N` or "
-                          f"`words_per_call = N` line); lower by "
-                          f"hand: " + ", ".join(f"#{k} to {v:_}" for k, v in sorted(limits.items())))
+                          f"`words_per_call = N` line); lower by hand: "
+                          + ", ".join(f"#{k} to {v:_}" for k, v in sorted(limits.items())))
     write_atomic(ctx.manifest.path, new)
     for b in ctx.manifest.budgets:
         if b.index in limits:

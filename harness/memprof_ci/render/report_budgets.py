@@ -27,7 +27,7 @@ HTML_BUDGET = 60_000       # bytes of report.html's section
 TITLE = "Allocation budgets (exact words per run at the function's own allocation points):"
 ANN_TITLE = ("Annotated functions (exact words per call, callees included; "
              "every call must fit the limit):")
-NO_BUDGETS = "No budgets (no [[budget]] applies and no annotated function was called): "
+NO_BUDGETS = "No budgets (no manifest budget applies, no annotated function was called): "
 MAX_NAMES = 20
 
 
