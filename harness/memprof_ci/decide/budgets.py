@@ -41,14 +41,16 @@ TOP_POINTS = 3   # the heaviest points a row names
 REMOVED = "annotation removed or no longer called"
 
 
-def _contributions(budget, pts) -> list:
-    """[(words, point label, via C)] of the budget's points that allocated,
-    heaviest first, named as the sites name their files (location-independent)."""
+def _contributions(matches, pts) -> list:
+    """[(words, point label, via C)] of the points and call points keyed
+    (file, line, first, last, function) that allocated and `matches`
+    accepts, heaviest first, named as the sites name their files
+    (location-independent)."""
     out = []
     for table, via_c in ((pts.counts, False), (pts.calls or {}, True)):
         for pk, c in table.items():
             words = c[1] + c[3]
-            if words and pk[0] and budget.matches(pk):
+            if words and pk[0] and matches(pk):
                 out.append((words, f"{norm_file(pk[0])}:{pk[1]}:{pk[2]}-{pk[3]}", via_c))
     out.sort(key=lambda t: (-t[0], t[1], t[2]))
     return out
@@ -56,7 +58,7 @@ def _contributions(budget, pts) -> list:
 
 def budget_row(name: str, budget, pts) -> dict:
     """One budget of benchmark `name` judged on the first seed's points."""
-    contrib = _contributions(budget, pts)
+    contrib = _contributions(budget.matches, pts)
     words = sum(w for w, _, _ in contrib)
     return {"benchmark": name, "what": budget.what,
             "kind": "function" if budget.function is not None else "point",
@@ -82,13 +84,8 @@ def _label_function(label: str) -> str:
 def _exact_points(a, pts) -> list:
     """[(words, point label, extra keys)] of the annotated function's own
     and nested functions' points and call points that allocated."""
-    out = []
-    for table, extra in ((pts.counts, {}), (pts.calls or {}, {"via_c": True})):
-        for pk, c in table.items():
-            words = c[1] + c[3]
-            if words and pk[0] and _in(pk[4], a.function):
-                out.append((words, f"{norm_file(pk[0])}:{pk[1]}:{pk[2]}-{pk[3]}", extra))
-    return out
+    return [(w, p, {"via_c": True} if c else {})
+            for w, p, c in _contributions(lambda pk: _in(pk[4], a.function), pts)]
 
 
 def _estimated_points(a, agg, exact: bool) -> list:
@@ -101,8 +98,8 @@ def _estimated_points(a, agg, exact: bool) -> list:
     for labels, key, _pos, n, _live in agg.stacks or ():
         if n and own in labels and not (exact and _in(_label_function(labels[-1]), a.function)):
             by_site[key] = by_site.get(key, 0) + n
-    return [(round(agg.bytes_of(n) / WORD_BYTES), key, {"estimated": True})
-            for key, n in by_site.items() if round(agg.bytes_of(n) / WORD_BYTES)]
+    words = {key: round(agg.bytes_of(n) / WORD_BYTES) for key, n in by_site.items()}
+    return [(w, key, {"estimated": True}) for key, w in words.items() if w]
 
 
 def annotated_row(name: str, a, agg, call_budget=None) -> dict:
