@@ -358,7 +358,7 @@ def test_terminal_annotated_section_exact(tmp_path):
         "passed   allocated nothing",
         "Annotations changed since the baseline:",
         "  demo: annotation Main.gone: annotation removed or no longer called (limit 0 -> "
-        "None); fails without the accept label",
+        "none); fails without the accept label",
         "No budgets (no manifest budget applies, no annotated function was called): alpha, beta"]
     assert max(map(len, out.splitlines())) <= 120
 

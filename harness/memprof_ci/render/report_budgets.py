@@ -74,12 +74,14 @@ def _ann_cells(r: dict) -> list:
 
 
 def _change_text(c: dict) -> str:
-    limits = f"limit {c['base']!r} -> {c['pull_request']!r}"
+    def limit(v):
+        return "none" if v is None else f"{v:,}"
+    limits = f"limit {limit(c['base'])} -> {limit(c['pull_request'])}"
     return (f"{c['benchmark']}: {c['setting']}: {c['note']} ({limits})"
             + ("; fails without the accept label" if c.get("needs_label") else ""))
 
 
-def cut_line(line: str) -> str:
+def _cut_line(line: str) -> str:
     """A line of the terminal, printable and cut to its width."""
     line = mdsafe.printable(line)
     return line if len(line) <= WIDTH else line[:WIDTH - 1] + "…"
@@ -117,9 +119,9 @@ def terminal(report) -> list:
              for name, r in ann], flex=(1, 8))]
     if changes:
         out.append("Annotations changed since the baseline:")
-        out += [cut_line("  " + _change_text(c)) for c in changes]
+        out += [_cut_line("  " + _change_text(c)) for c in changes]
     if none:
-        out.append(cut_line(NO_BUDGETS + none))
+        out.append(_cut_line(NO_BUDGETS + none))
     return out
 
 
