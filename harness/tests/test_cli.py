@@ -81,8 +81,8 @@ def test_broken_benchmark_exits_2(tmp_path, args, msg):
         assert r.returncode == 2, r.stdout + r.stderr
         assert "not a memprof-ci baseline" in r.stderr
         junit = open(tmp_path / "rep" / "junit.xml").read()
-        # alloc_sites, gc_totals, live and peak
-        assert 'errors="4"' in junit and 'failures="0"' in junit
+        # alloc_sites, gc_totals, live, peak and budget (points = true)
+        assert 'errors="5"' in junit and 'failures="0"' in junit
         no_traceback(r)
 
 
