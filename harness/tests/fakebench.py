@@ -7,7 +7,8 @@ Usage: fakebench.py SPEC.json [--exit N] [--crash] [--sleep S] [--work S] [--no-
 SPEC lists allocation sites ({"frames": [[function, file, line], ...],
 "words": W, "live": fraction, optionally "peak": fraction live at the peak,
 at least "live"; with no "peak" anywhere the profile records none) and GC
-totals, and optionally "schedule": {"gc": relative amplitude, "peak":
+totals, optionally "budgets" (a version-6 profile's section, written as
+given), and optionally "schedule": {"gc": relative amplitude, "peak":
 amplitude, "shift": n}, which moves promoted_words, major_words and
 top_heap_words by up to that fraction of themselves and each site's
 fraction live at the peak by up to that much, as a deterministic function
@@ -217,6 +218,15 @@ def main():
                                         # As the runtime records a setting of live.
                                         **({"live": cfg["live"]} if "live" in cfg else {})},
            "gc": gc, "totals": totals, "stacks": stacks}
+    if "budgets" in spec:
+        # Format version 6: frames in a table, and the annotated functions'
+        # counts as given (a spec's "budgets" is the profile's section).
+        index: dict = {}
+        for st in stacks:
+            st["frames"] = [index.setdefault(json.dumps(f, sort_keys=True), len(index))
+                            for f in st["frames"]]
+        table = [json.loads(k) for k in index]
+        doc.update(version=6, frame_table=table, budgets=spec["budgets"])
     # Like the runtime: a name that is not a regular file (/dev/stdout) is
     # written in place, anything else through a temporary file.
     in_place = os.path.exists(out) and not os.path.isfile(out)

@@ -61,7 +61,7 @@ def test_new_benchmark_is_not_a_failure_unless_strict(tmp_path):
     (["--exit", "3"], "exited with status 3"),
     (["--no-profile"], "wrote no profile"),
     (["--garbage"], "not valid JSON"),
-    (["--version", "6"], "version 6 is not supported"),
+    (["--version", "7"], "version 7 is not supported"),
     (["--sleep", "300"], "timed out after 2s"),
 ])
 def test_broken_benchmark_exits_2(tmp_path, args, msg):
@@ -81,8 +81,8 @@ def test_broken_benchmark_exits_2(tmp_path, args, msg):
         assert r.returncode == 2, r.stdout + r.stderr
         assert "not a memprof-ci baseline" in r.stderr
         junit = open(tmp_path / "rep" / "junit.xml").read()
-        # alloc_sites, gc_totals, live and peak
-        assert 'errors="4"' in junit and 'failures="0"' in junit
+        # alloc_sites, gc_totals, live, peak and budget (points = true)
+        assert 'errors="5"' in junit and 'failures="0"' in junit
         no_traceback(r)
 
 

@@ -15,7 +15,7 @@ def test_profile_rejects(tmp_path):
     p = write_json(tmp_path / "ok.json", good)
     assert load_profile(p).totals["samples"] == 5
     cases = {
-        "version": (dict(good, version=6), "version 6 is not supported"),
+        "version": (dict(good, version=7), "version 7 is not supported"),
         "bool version": (dict(good, version=True), "version True is not supported"),
         "format": (dict(good, format="other"), "not a memprof-ci profile"),
         "missing": ({k: v for k, v in good.items() if k != "gc"}, r"missing key\(s\) gc"),

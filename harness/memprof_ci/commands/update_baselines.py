@@ -3,10 +3,14 @@ allocated as their new baselines, under the baselines directory's lock.
 
 Each written baseline is announced on stdout with its plan, the power it
 states and its cost; advice and budget warnings go to stderr.  The
-manifest's allocation budgets are not judged here (check does), but one
-over its limit is warned about, and `--ratchet` lowers each budget whose
-benchmarks were all measured to what they now allocate there, rewriting
-only those lines of the manifest (inputs/budget.lowered_text), atomically.
+allocation budgets are not judged here (check does), but one over its
+limit is warned about, each baseline records the annotated functions its
+run saw (store/baseline.py), and `--ratchet` lowers each manifest budget
+whose benchmarks were all measured to what they now allocate there (per
+run, or for words_per_call the most in one call), rewriting only those
+lines of the manifest (inputs/budget.lowered_text), atomically.  Sources
+are never edited: an annotated function whose calls all allocated less
+than its annotation allows gets one line of advice on stdout.
 """
 
 from __future__ import annotations
@@ -54,17 +58,31 @@ def run(args) -> int:
         return finish(rep)
 
 
+def _rows(ctx, name: str, agg) -> list:
+    """The budget rows update-baselines can decide for one measured
+    benchmark: those its counts allow (check reports what they do not)."""
+    per_run, per_call = B.split(ctx.budgets(name))
+    pts = getattr(agg, "point_counts", None)
+    rows = []
+    if per_run and pts is not None and pts.unavailable is None:
+        rows = B.budget_rows(name, per_run, pts)
+    if getattr(agg, "budgets", None) is not None:
+        rows += B.annotated_rows(name, agg, per_call)
+    return rows
+
+
 def _budgets(ctx, written: dict, args) -> None:
-    """Warn of a budget over its limit; with --ratchet, lower the budgets
-    the measured benchmarks now allocate less than."""
+    """Warn of a budget over its limit, advise tighter annotations; with
+    --ratchet, lower the manifest budgets the measured benchmarks now
+    allocate less than."""
     rows = {}
     for name, agg in sorted(written.items()):
-        pts = getattr(agg, "point_counts", None)
-        if ctx.budgets(name) and pts is not None and pts.unavailable is None:
-            rows[name] = B.budget_rows(name, ctx.budgets(name), pts)
-            msg = B.budget_failure(name, rows[name])
-            if msg:
-                print(f"memprof-ci: warning: {msg} (check fails)", file=sys.stderr)
+        rows[name] = _rows(ctx, name, agg) if agg is not None else []
+        msg = B.budget_failure(name, rows[name])
+        if msg:
+            print(f"memprof-ci: warning: {msg} (check fails)", file=sys.stderr)
+    for line in B.annotation_hints([r for name in sorted(rows) for r in rows[name]]):
+        print(f"memprof-ci: {line}")
     if not args.ratchet:
         return
     if args.base_manifest:
@@ -80,10 +98,11 @@ def _budgets(ctx, written: dict, args) -> None:
     new = lowered_text(text, limits)
     if new is None:
         raise ConfigError(f"{ctx.manifest.path}: --ratchet cannot rewrite its [[budget]] "
-                          f"tables (each needs its own `words_per_run = N` line); lower by "
-                          f"hand: " + ", ".join(f"#{k} to {v:_}" for k, v in sorted(limits.items())))
+                          f"tables (each needs its own `words_per_run = N` or "
+                          f"`words_per_call = N` line); lower by hand: "
+                          + ", ".join(f"#{k} to {v:_}" for k, v in sorted(limits.items())))
     write_atomic(ctx.manifest.path, new)
     for b in ctx.manifest.budgets:
         if b.index in limits:
-            print(f"memprof-ci: ratchet: [[budget]] #{b.index} {b.what}: words_per_run "
-                  f"{b.words_per_run:,} -> {limits[b.index]:,}")
+            print(f"memprof-ci: ratchet: [[budget]] #{b.index} {b.what}: {b.unit} "
+                  f"{b.limit:,} -> {limits[b.index]:,}")

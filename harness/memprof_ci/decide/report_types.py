@@ -252,6 +252,7 @@ class Benchmark(Doc):
     stream: dict | None | Absent = ABSENT
     status: str | Absent = ABSENT      # a benchmark not run: "removed" or "missing"
     budgets: list | None | Absent = ABSENT   # the budget rows (decide/budgets.py)
+    annotation_changes: list | Absent = ABSENT   # annotations changed since the baseline
     extra: dict = field(default_factory=dict)
 
     def site_rows(self) -> list:

@@ -290,7 +290,8 @@ def accepted(report: dict, name: str) -> bool:
 def accept_changes(report: dict) -> None:
     """Apply the accept label (accepted()) to every acceptable check that
     failed, and to a budget check whose failing budgets the pull request
-    changed (budgets.accepted_rows); an "accepted" outcome that does not
+    changed and whose annotation changes the label covers
+    (budgets.accepted_rows); an "accepted" outcome that does not
     qualify (a shard report's claim, say) is turned back into "failed"."""
     acc = []
     for name, b in sorted(report["benchmarks"].items()):

@@ -1,4 +1,4 @@
-"""Reading and validating memprof-ci runtime profiles (format versions 1 to 5).
+"""Reading and validating memprof-ci runtime profiles (format versions 1 to 6).
 
 A profile is the JSON document one process run writes when OCAMLMEMPROF is
 set (see runtime-patch/format/profile-format.md).  Version 1 spells out each
@@ -8,7 +8,11 @@ version 2 with a stack's counts of zero left out; version 4 is version 3
 with a `snapshot` section (retainer paths at exit, checked by snapshot.py
 and kept in Profile.snapshot, None for other versions); version 5 is
 version 3 or 4 with a `points` section (exact counts per allocation point,
-checked by points.py and kept in Profile.points).  Invariants: load_profile
+checked by points.py and kept in Profile.points); version 6 is a version 3,
+4 or 5 document (its `points` and `snapshot` as version 5 allows them, and
+`points` optional) with a `budgets` section: the annotated functions'
+exact counts per call, checked by profile_budgets.py and kept in
+Profile.budgets (None for other versions).  Invariants: load_profile
 either returns a Profile whose structure, counter types and per-stack
 identities have been checked, or raises InputError naming the file; all
 versions give the same Profile (a version-3 stack gets its missing counts
@@ -26,12 +30,13 @@ import os
 from dataclasses import dataclass, field
 
 from ..text import mdsafe
-from . import points, snapshot, validate
+from . import points, profile_budgets, snapshot, validate
 from ..errors import InputError
 
 FORMAT = "memprof-ci/profile"
-VERSIONS = (1, 2, 3, 4, 5)
-VERSION = 3          # what the runtime writes (4 with snapshot=exit, 5 with points=on)
+VERSIONS = (1, 2, 3, 4, 5, 6)
+VERSION = 3          # what the runtime writes (4 with snapshot=exit, 5 with points=on,
+                     # 6 when an annotated function was called)
 WORD_BYTES = 8
 
 TOP_KEYS = ("format", "version", "ocaml_version", "backend", "argv", "config",
@@ -81,6 +86,8 @@ class Profile:
     snapshot: dict | None = field(default=None, repr=False)
     # Version 5: points.parse_points's result (exact counts per point).
     points: points.Points | None = field(default=None, repr=False)
+    # Version 6: profile_budgets.parse_budgets_section's Annotated entries.
+    budgets: tuple | None = field(default=None, repr=False)
     # config.live: "walk" or "gc", or "off" (LIVE_UNDECIDED), read only where
     # nothing judges live samples (undecided_live: the viewer, the GC
     # schedule's runs, a check that reads nothing live).
@@ -151,8 +158,9 @@ def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
                          f"{' and '.join(map(str, VERSIONS))}); upgrade memprof-ci or "
                          f"rebuild the runtime")
     keys = TOP_KEYS + (("frame_table",) if version >= 2 else ()) + \
-        (("snapshot",) if version == 4 or (version == 5 and "snapshot" in doc) else ()) + \
-        (("points",) if version == 5 else ())
+        (("snapshot",) if version == 4 or (version >= 5 and "snapshot" in doc) else ()) + \
+        (("points",) if version == 5 or (version == 6 and "points" in doc) else ()) + \
+        (("budgets",) if version == 6 else ())
     missing = [k for k in keys if k not in doc]
     if missing:
         raise bad(f"missing key(s) {', '.join(missing)}")
@@ -256,8 +264,11 @@ def parse_profile(doc, path: str, check_stacks: bool = True,
     snap = pts = None
     if version >= 4 and "snapshot" in doc:
         snap = snapshot.parse_snapshot(doc["snapshot"], doc["frame_table"], path)
-    if version >= 5:
+    if version >= 5 and "points" in doc:
         pts = points.parse_points(doc["points"], path)
+    budgets = None
+    if version == 6:
+        budgets = profile_budgets.parse_budgets_section(doc["budgets"], path)
     if version >= 2:
         expand_frame_table(doc["frame_table"], stacks, path)
     if check_stacks:
@@ -267,7 +278,8 @@ def parse_profile(doc, path: str, check_stacks: bool = True,
                    rate=float(cfg["rate"]), seed=cfg["seed"], frames=cfg["frames"],
                    gc=gc_out, totals=doc["totals"], stacks=stacks,
                    stacks_mode=cfg.get("stacks", "full"), stackmem=cfg.get("stackmem"),
-                   snapshot=snap, points=pts, live_mode=cfg.get("live", "walk"))
+                   snapshot=snap, points=pts, live_mode=cfg.get("live", "walk"),
+                   budgets=budgets)
 
 
 # ---- Stacks: the one validator, shared with sites.group_stacks' hot loop.

@@ -46,7 +46,8 @@ MARKERS = {
     "proposed_baseline": "proposed baselines agree with the measured code",
     "update_baseline": "rewrite a benchmark's baseline",
     "profile": "run a benchmark for a later judge (memprof-ci profile)",
-    "budget": "allocation budgets: exact words per run at a function or line",
+    "budget": "allocation budgets: exact words per run at a function or line, per call "
+              "of an annotated function",
     "present": "a benchmark with a trusted baseline is still in the manifest",
 }
 
@@ -76,7 +77,7 @@ class BenchmarkNode(pytest.Collector):
             kinds += [AllocSitesItem, GcTotalsItem, LiveItem, PeakItem]
             if not ctx.no_overhead:
                 kinds.append(OverheadItem)
-            if ctx.budgets(self.name):
+            if ctx.budgets(self.name) or ctx.benches[self.name].points:
                 kinds.append(BudgetItem)
         for k in kinds:
             it = k.from_parent(self, name=k.check)

@@ -103,6 +103,9 @@ class Aggregate:
     # That run's points as read (inputs/points.Points), for the budgets;
     # None from a baseline, or when no run counted them.
     point_counts: object = None
+    # The annotated functions' exact counts (Profile.budgets) of that run,
+    # or of the first run when none counted points; None: not written.
+    budgets: tuple | None = None
     # False when the runs did not decide what is live at exit (OCAMLMEMPROF
     # live=off): total_live and every live count are then blocks not yet
     # collected, which nothing may judge (rows.site_rows refuses them).
@@ -389,6 +392,7 @@ def _combine(parts: list, grouping: str, name: str, live_decided: bool = False) 
         agg.point_counts = counted.points
         for _, grouped in parts:
             point_sites.add_samples(agg.points, counted.points, grouped[5], grouping)
+    agg.budgets = (counted or p0).budgets
     for p, (sites, total, live, stacks, peak, _inner) in parts:
         peaks.append(peak)
         agg.peak_runs.append((peak, {t[0]: t[9] for t in sites if t[9]}))

@@ -48,6 +48,11 @@ loads with None, and its alloc and live checks compare sampled sites.
 With the points, config "live_runs" says how many runs (the first seed's)
 decided what is live at exit: the live samples are theirs alone
 (Aggregate.live_runs; absent: every run's).
+
+The optional "annotations" section lists the annotated budgets the run
+saw ([@zero_alloc], [@memprof.words_per_call N]), one line each:
+{function, file, line, attribute, limit}; it loads into
+meta["annotations"], None when absent (none recorded).
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from collections import Counter
 from ..sites import point_sites
 from ..measure import retention
 from ..inputs import validate as V
+from ..inputs.profile_budgets import parse_recorded, recorded
 from ..errors import InputError, MemprofError
 from ..measure.overhead import parse_record
 from ..inputs.profile import (GC_KEYS, GC_OPTIONAL_KEYS, PEAK_EVENTS, VERSION as PROFILE_VERSION,
@@ -130,6 +136,7 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         **({"points": point_sites.section(agg.points)} if agg.points is not None else {}),
         **({"schedule": schedule} if schedule is not None else {}),
         **({"retainers": retainers} if retainers is not None else {}),
+        **({"annotations": recorded(agg.budgets)} if agg.budgets is not None else {}),
     }
 
 
@@ -161,7 +168,7 @@ def dumps(doc: dict) -> str:
             parts.append(f"  {one(k)}: " + _section_text(v, one, (), ("sites",)))
         elif k == "schedule" and v:
             parts.append(f"  {one(k)}: " + _section_text(v, one, ("gc", "dithers"), ("sites",)))
-        elif k == "gc_runs" and v:
+        elif k in ("gc_runs", "annotations") and v:
             inner = ",\n".join(f"    {one(r)}" for r in v)
             parts.append(f"  {one(k)}: [\n{inner}\n  ]")
         elif k == "overhead" and isinstance(v, dict):
@@ -382,6 +389,9 @@ def _optional_sections(doc: dict, agg: Aggregate, meta: dict) -> None:
         meta["retainers"] = retention.parse_section(doc["retainers"])
     if doc.get("points") is not None:
         agg.points = point_sites.parse_section(doc["points"])
+    # The annotated budgets update-baselines saw; absent: none recorded.
+    meta["annotations"] = parse_recorded(doc["annotations"]) \
+        if doc.get("annotations") is not None else None
     if doc.get("stacks") is not None:
         agg.stacks, agg.stacks_other = _stacks(doc["stacks"], agg.total_samples,
                                                agg.total_live)
