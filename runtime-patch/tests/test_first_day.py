@@ -2,7 +2,8 @@
 installed `memprof-ci` (make install PREFIX), `memprof-ci init`, dune
 through PREFIX/bin, `update-baselines` as init's "next:" line gives it,
 then a change that allocates more at one site fails the check, names the
-site, and report.html leads with it.
+site, and report.html leads with it; and a function annotated [@zero_alloc]
+passes until it allocates.
 
 Uses the install that `make test` makes in _build/adopt/prefix
 (adopt_testlib); no PYTHONPATH, no pip.
@@ -26,10 +27,13 @@ let tokens n = List.init n (fun i -> (i, string_of_int i))
 
 let table n = Array.make (n * FACTOR / 10) 0
 
+let[@zero_alloc] mix a b = MIX
+
 let () =
   for i = 1 to 2000 do
     let t = tokens 50 in
     let a = table 200 in
+    ignore (Sys.opaque_identity (mix i (Array.length a)));
     if i mod 500 = 0 then keep := [Obj.repr t; Obj.repr a]
   done;
   ignore (Sys.opaque_identity !keep)
@@ -41,11 +45,16 @@ def prefix():
     return adopt_prefix()
 
 
-def write_project(root, factor):
+NO_ALLOC = "(a * 31) + b"
+BOXES = "fst (Sys.opaque_identity (a * 31, b))"     # a 3-word tuple per call
+
+
+def write_project(root, factor, mix=NO_ALLOC):
     for name, text in PROJECT.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
-    (root / "bench" / "main.ml").write_text(MAIN.replace("FACTOR", str(factor)))
+    (root / "bench" / "main.ml").write_text(
+        MAIN.replace("FACTOR", str(factor)).replace("MIX", mix))
 
 
 def test_install_init_baselines_then_a_first_failing_check(tmp_path, prefix):
@@ -72,7 +81,12 @@ def test_install_init_baselines_then_a_first_failing_check(tmp_path, prefix):
     # A passing check's own output, from its verdict on (pytest's session
     # lines before it name temporary paths), fits 120 columns.
     ours = r.stdout[r.stdout.index("memprof-ci: no regression"):].splitlines()
-    assert "benchmark" in ours[2] and max(map(len, ours)) <= 120, r.stdout
+    assert "benchmark" in ours[3] and max(map(len, ours)) <= 120, r.stdout
+    # The annotated function is checked per call, exactly.
+    report = json.loads((root / "_build/alloc-report/report.json").read_text())
+    (mix,) = report["benchmarks"]["main"]["budgets"]
+    assert (mix["what"], mix["calls"], mix["max_words"], mix["outcome"]) == \
+        ("Dune__exe__Main.mix", 2000, 0, "passed")
 
     write_project(root, 15)          # the table grows by half
     run(["dune", "build", "--root", ".", "./bench/main.exe"], env=env, cwd=root)
@@ -82,3 +96,9 @@ def test_install_init_baselines_then_a_first_failing_check(tmp_path, prefix):
     html = (root / "_build/alloc-report/report.html").read_text()
     first = html.index("Regressed sites")
     assert html.index("Dune__exe__Main.table", first) < html.index("<h2>Benchmarks</h2>")
+
+    write_project(root, 10, mix=BOXES)   # the table as before; mix allocates
+    run(["dune", "build", "--root", ".", "./bench/main.exe"], env=env, cwd=root)
+    r = run(check, env=env, cwd=root, check=False, timeout=900)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "Dune__exe__Main.mix (2,000 calls) allocated up to 3 words in one call" in r.stdout

@@ -81,6 +81,14 @@ timeout = 600
 # a check counts again whenever the allocation changes, so give them about a
 # fiftieth of the work (else they run the full command):
 # overhead_args = ["SMALLER", "ARGUMENTS"]
+
+# Allocation budgets: a function annotated [@zero_alloc] or
+# [@memprof.words_per_call N] in the code is checked per call, exactly, on
+# every check. For code that cannot carry an annotation, such as a
+# dependency's function, a limit per run (function as the report names it):
+# [[budget]]
+# function = "Stdlib__Hashtbl.find_opt"
+# words_per_run = 100_000
 """
 
 GATE = """\

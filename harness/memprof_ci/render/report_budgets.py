@@ -56,7 +56,8 @@ def _words(p: dict) -> str:
 
 def _ann_points(r: dict, name=str) -> str:
     if not r["points"]:
-        return "allocated nothing"
+        # words but no point: not in its own code, and no sample in a callee
+        return "in callees, not sampled" if r["words"] else "allocated nothing"
     return ", ".join(f"{name(p['point'])}{' (C)' if p.get('via_c') else ''} ({_words(p)})"
                      for p in r["points"])
 
@@ -69,7 +70,9 @@ def _limit(r: dict) -> str:
 
 def _ann_cells(r: dict) -> list:
     """calls, words/call, max/call, limit/call, attribute."""
-    return [f"{r['calls']:,}", f"{r['words_per_call']:,.2f}", f"{r['max_words']:,}",
+    mean = r["words_per_call"]
+    mean = f"{mean:,.2f}" if mean >= 1 else f"{mean:.2g}"
+    return [f"{r['calls']:,}", mean, f"{r['max_words']:,}",
             _limit(r), r["attribute"]]
 
 

@@ -1,0 +1,81 @@
+"""Budgets per call end to end with the real patched runtime (marker:
+needs_runtime): data/budgets/budgets.ml built with _build/runtime's
+ocamlopt and checked with no baseline.  Its three annotated functions:
+`scale` never allocates ([@zero_alloc]), `pair` allocates a 3-word tuple
+per call ([@memprof.words_per_call 3]), and `memo` calls a memo table that
+adds a 4-word bucket on one call in a thousand."""
+
+import json
+import os
+import re
+
+import pytest
+from harness_testlib import HERE, run_cli, write_manifest
+from test_points_check import build
+
+N = 20_000
+SOURCE = os.path.join(HERE, "data", "budgets", "budgets.ml")
+
+
+def prepare(work, text):
+    with open(os.path.join(work, "src.ml"), "w") as fh:
+        fh.write(text)
+    build(work, os.path.join(work, "src.ml"), "budgets")
+    write_manifest(work, [{"name": "budgets", "command": ["./budgets.exe", str(N)],
+                           "timeout": 120}],
+                   defaults={"mode": "sampled", "rate": 1e-4, "seeds": [1]})
+
+
+def check(work, rep):
+    r = run_cli(["check", "--manifest", "benchmarks.toml", "--no-overhead",
+                 "--report-dir", rep], cwd=work, timeout=600)
+    rows = json.load(open(os.path.join(work, rep, "report.json")))[
+        "benchmarks"]["budgets"]["budgets"]
+    return r, {row["what"]: row for row in rows}
+
+
+def line_of(text, needle):
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+@pytest.mark.needs_runtime
+def test_three_annotated_functions_pass_then_a_boxed_float_and_a_lower_limit_fail(tmp_path):
+    work, text = str(tmp_path), open(SOURCE).read()
+    prepare(work, text)
+    r, rows = check(work, "ok")
+    assert r.returncode == 0, r.stdout + r.stderr
+    scale, pair, memo = rows["Budgets.scale"], rows["Budgets.pair"], rows["Budgets.memo"]
+    assert (scale["calls"], scale["max_words"], scale["outcome"]) == (N, 0, "passed")
+    assert (pair["calls"], pair["words_per_call"], pair["max_words"], pair["limit"],
+            pair["outcome"]) == (N, 3.0, 3, 3, "passed")
+    # one bucket per thousand keys: the per-call mean and the maximum
+    misses = N // 1000 + 1
+    assert (memo["words"], memo["max_words"]) == (4 * misses, 4)
+    assert memo["words_per_call"] == pytest.approx(4 * misses / N)
+    row = next(x for x in r.stdout.splitlines() if "Budgets.memo" in x)
+    assert f"{4 * misses / N:.2g}" in row and " 4 " in row, r.stdout
+
+    # Boxing a float in the function that must not allocate: it fails,
+    # naming the function and the point that boxes.
+    boxed = text.replace("a.(i) <- a.(i) *. k +. 1.0",
+                         "a.(i) <- Sys.opaque_identity (a.(i) *. k) +. 1.0")
+    assert boxed != text
+    prepare(work, boxed)
+    r, rows = check(work, "boxed")
+    assert r.returncode == 1, r.stdout + r.stderr
+    point = f"budgets.ml:{line_of(boxed, 'Sys.opaque_identity (a.(i)')}:"
+    assert rows["Budgets.scale"]["outcome"] == "failed"
+    assert rows["Budgets.scale"]["points"][0]["point"].startswith(point)
+    assert re.search(rf"Budgets\.scale \({N:,} calls\) allocated up to 32 words in one "
+                     rf"call, limit 0 per call \(most at {re.escape(point)}", r.stdout), r.stdout
+    assert rows["Budgets.pair"]["outcome"] == "passed"
+
+    # The tuple's function at a limit of 2 words per call fails.
+    lower = text.replace("[@memprof.words_per_call 3] pair", "[@memprof.words_per_call 2] pair")
+    assert lower != text
+    prepare(work, lower)
+    r, rows = check(work, "lower")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (rows["Budgets.pair"]["limit"], rows["Budgets.pair"]["outcome"]) == (2, "failed")
+    assert f"Budgets.pair ({N:,} calls) allocated up to 3 words in one call, limit 2" in r.stdout
+    assert rows["Budgets.scale"]["outcome"] == "passed"
