@@ -354,7 +354,7 @@ def test_terminal_annotated_section_exact(tmp_path):
         "FAILED   Main.helper @ main.ml (≈50,00…",
         # The points cut from the cell, whole under the row.
         "    Main.helper @ main.ml (≈50,000), main.ml:4:42-52 (3,015), main.ml:7:2-20 (C) (500)",
-        "demo       Main.quiet   10     0.00        0         0           zero_alloc      "
+        "demo       Main.quiet   10     0           0         0           zero_alloc      "
         "passed   allocated nothing",
         "Annotations changed since the baseline:",
         "  demo: annotation Main.gone: annotation removed or no longer called (limit 0 -> "
@@ -373,7 +373,7 @@ def test_markdown_annotated_section_marks_estimates(tmp_path):
         "| demo | ` Main.tuples ` | 1,000 | 2.99 | 4 | 3 | words_per_call | **FAILED** | "
         "` Main.helper @ main.ml ` (≈50,000), ` main.ml:4:42-52 ` (3,015), "
         "` main.ml:7:2-20 ` (C) (500) |",
-        "| demo | ` Main.quiet ` | 10 | 0.00 | 0 | 0 | zero_alloc | passed | "
+        "| demo | ` Main.quiet ` | 10 | 0 | 0 | 0 | zero_alloc | passed | "
         "allocated nothing |"]
     assert "No budgets (no manifest budget applies, no annotated function was called): alpha" \
         in md

@@ -54,6 +54,8 @@ def test_three_annotated_functions_pass_then_a_boxed_float_and_a_lower_limit_fai
     assert memo["words_per_call"] == pytest.approx(4 * misses / N)
     row = next(x for x in r.stdout.splitlines() if "Budgets.memo" in x)
     assert f"{4 * misses / N:.2g}" in row and " 4 " in row, r.stdout
+    # its words are in callees, and too few to be sampled at 1e-4
+    assert memo["points"] == [] and "in callees, not sampled" in row
 
     # Boxing a float in the function that must not allocate: it fails,
     # naming the function and the point that boxes.
