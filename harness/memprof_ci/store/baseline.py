@@ -71,6 +71,7 @@ from ..measure.overhead import parse_record
 from ..inputs.profile import (GC_KEYS, GC_OPTIONAL_KEYS, PEAK_EVENTS, VERSION as PROFILE_VERSION,
                               VERSIONS as PROFILE_VERSIONS, load_json)
 from ..measure.schedule import parse_section as parse_schedule
+from ..sites.keys import norm_file
 from ..sites.grouping import GROUPINGS, MAX_DEPTH, MAX_STACKS, Aggregate, Site
 
 FORMAT = "memprof-ci/baseline"
@@ -136,7 +137,10 @@ def to_document(agg: Aggregate, overhead: dict | None, patch_id: str | None,
         **({"points": point_sites.section(agg.points)} if agg.points is not None else {}),
         **({"schedule": schedule} if schedule is not None else {}),
         **({"retainers": retainers} if retainers is not None else {}),
-        **({"annotations": recorded(agg.budgets)} if agg.budgets is not None else {}),
+        # the annotations' files named location-independently, as the sites'
+        **({"annotations": [dict(r, file=norm_file(r["file"]))
+                            for r in recorded(agg.budgets)]}
+           if agg.budgets is not None else {}),
     }
 
 
