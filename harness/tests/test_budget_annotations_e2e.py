@@ -71,6 +71,19 @@ def test_three_annotated_functions_pass_then_a_boxed_float_and_a_lower_limit_fai
     assert re.search(rf"Budgets\.scale \({N:,} calls\) allocated up to 32 words in one "
                      rf"call, limit 0 per call \(most at {re.escape(point)}", r.stdout), r.stdout
     assert rows["Budgets.pair"]["outcome"] == "passed"
+    # report.html, in a real browser: the failing function first, with its point.
+    from chromium_cdp import Browser
+    with Browser() as br:
+        br.open(os.path.join(work, "boxed", "report.html"))
+        cells = br.eval("Array.from(document.querySelectorAll('#annotated-budgets tbody tr'))"
+                        ".map(r => [r.cells[1].textContent, r.cells[7].textContent,"
+                        " r.cells[8].textContent])")
+        assert [c[:2] for c in cells] == [["Budgets.scale", "FAILED"],
+                                          ["Budgets.pair", "passed"],
+                                          ["Budgets.memo", "passed"]], cells
+        assert cells[0][2].startswith(point)
+        br.settle()
+        assert br.errors == []
 
     # The tuple's function at a limit of 2 words per call fails.
     lower = text.replace("[@memprof.words_per_call 3] pair", "[@memprof.words_per_call 2] pair")
