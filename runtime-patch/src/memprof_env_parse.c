@@ -62,8 +62,15 @@
  *                 call go; `%n` is also allowed, the snapshot's number
  *                 (1, 2, ...). CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT by
  *                 default; needs snapshot
- *    Every key but `seed` needs `rate`. The first `=` of an item
- *    ends its key; later ones belong to the value (out=a=b is "a=b").
+ *      stop=N     N plain decimal digits, 1 to 2^62: the program stops
+ *                 at the first safe point after its N-th minor
+ *                 collection, with exit status 0 and the profile
+ *                 written as at exit (memprof_stop.c); allowed without
+ *                 rate, so that a run with the tracker off stops at the
+ *                 same place
+ *    Every key but `seed` and `stop` needs `rate`. The first `=` of an
+ *    item ends its key; later ones belong to the value (out=a=b is
+ *    "a=b").
  * 2. Pure: only the C library, no runtime global, no allocation, no
  *    exit. The setting is cut up in place and `out` points into it.
  *    strtod converts a rate only after the syntax above has been
@@ -93,7 +100,7 @@
 #include "caml/memprof_env_parse.h"
 
 #define KEYS "(keys: seed, rate, frames, out, trace, live, points, stacks, " \
-  "stackmem, snapshot, snapshot_sites, snapshot_mem, snapshot_out)"
+  "stackmem, snapshot, snapshot_sites, snapshot_mem, snapshot_out, stop)"
 #define STRINGIFY(x) #x
 #define DECIMAL(x) STRINGIFY(x)
 
@@ -223,6 +230,18 @@ static bool parse_rate(struct msg *m, const char *val,
   }
   env->rate = r;
   env->tracking = true;
+  return true;
+}
+
+static bool parse_stop(struct msg *m, const char *val,
+                       struct caml_memprof_env *env)
+{
+  uint64_t n;
+  if (!parse_uint(val, (uint64_t)1 << 62, &n) || n < 1) {
+    return bad_value(m, "stop", val, "expected a count of minor collections "
+                     "from 1 to 4611686018427387904 in plain decimal digits");
+  }
+  env->stop = n;
   return true;
 }
 
@@ -425,10 +444,11 @@ static const struct { const char *key; value_parser parse; } keys[] = {
   { "snapshot", parse_snapshot }, { "snapshot_sites", parse_snapshot_sites },
   { "snapshot_mem", parse_snapshot_mem },
   { "snapshot_out", parse_snapshot_out }, { "points", parse_points },
+  { "stop", parse_stop },
 };
 enum { K_SEED, K_RATE, K_FRAMES, K_OUT, K_LIVE, K_TRACE, K_STACKS,
        K_STACKMEM, K_SNAPSHOT, K_SNAPSHOT_SITES, K_SNAPSHOT_MEM,
-       K_SNAPSHOT_OUT, K_POINTS, N_KEYS };
+       K_SNAPSHOT_OUT, K_POINTS, K_STOP, N_KEYS };
 
 void caml_memprof_env_init(struct caml_memprof_env *env)
 {
@@ -449,6 +469,7 @@ void caml_memprof_env_init(struct caml_memprof_env *env)
   env->snapshot_out = CAML_MEMPROF_DEFAULT_SNAPSHOT_OUT;
   env->snapshot_sites = CAML_MEMPROF_DEFAULT_SNAPSHOT_SITES;
   env->snapshot_mem = CAML_MEMPROF_DEFAULT_SNAPSHOT_MEM;
+  env->stop = 0;
 }
 
 /* The end of the item at `p`: its separating comma, or the end of the
@@ -507,7 +528,9 @@ bool caml_memprof_env_parse(char *spec, struct caml_memprof_env *env,
 
   if (vals[K_RATE] == NULL) {
     int k = 0;
-    while (k < N_KEYS && (k == K_SEED || k == K_RATE || vals[k] == NULL)) k++;
+    while (k < N_KEYS
+           && (k == K_SEED || k == K_RATE || k == K_STOP || vals[k] == NULL))
+      k++;
     if (k != N_KEYS) {
       return bad_value(&m, keys[k].key, vals[k],
                        "has no effect without rate=, which starts the "

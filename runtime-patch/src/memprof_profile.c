@@ -590,6 +590,9 @@ bool caml_memprof_render_profile(struct caml_memprof_buf *b,
 #endif
   caml_memprof_buf_printf(b, ",\"live\":\"%s\"",
                           caml_memprof_live_names[env->live]);
+  if (env->stop != 0)
+    caml_memprof_buf_printf(b, ",\"stop\":%llu",
+                            (unsigned long long)env->stop);
   caml_memprof_buf_lit(b, ",\"peak\":\"events\"},\n");
   caml_memprof_buf_lit(b, "\"gc\":{");
   caml_memprof_buf_field(b, true, "minor_words", g->minor_words);

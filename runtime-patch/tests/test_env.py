@@ -64,6 +64,8 @@ BAD = [
     ("snapshot", "exit++call"), ("snapshot", "usr1"),
     ("snapshot_out", ""), ("snapshot_out", "s%q.json"), ("snapshot_out", "s%"),
     ("snapshot_out", " s.json"), ("snapshot_out", "s\x1b.json"),
+    ("stop", ""), ("stop", "0"), ("stop", "-1"), ("stop", "x"), ("stop", " 3"),
+    ("stop", "3 "), ("stop", "+3"), ("stop", "1e3"), ("stop", "4611686018427387905"),
 ]
 
 
@@ -156,7 +158,7 @@ def test_long_value_is_cut_and_stays_one_line(build):
 
 
 @pytest.mark.parametrize("spec", ["", "seed=0", "seed=18446744073709551615", "seed=42",
-                                  "seed=007"])
+                                  "seed=007", "stop=4611686018427387904", "seed=1,stop=1000"])
 def test_good_values_run(build, spec):
     res = run(build("hello"), memprof=spec)
     assert res.stdout == "hello\n" and res.stderr == ""

@@ -193,6 +193,11 @@ def _check_header(doc, path: str, bad, undecided_live: bool = False) -> tuple:
     if cfg.get("stacks", "full") not in STACKS_MODES:
         raise bad(f"config.stacks {mdsafe.printable(repr(cfg['stacks'])[:100])} is neither "
                   f"full nor site")
+    if "stop" in cfg:
+        # A run ended after N minor collections (OCAMLMEMPROF stop=N): the
+        # gate's counted runs only, whose profiles are never read.
+        raise bad(f"config.stop {mdsafe.printable(repr(cfg['stop'])[:100])}: the run was stopped "
+                  f"early, so this profile describes a prefix of it and is not compared")
     live = cfg.get("live", "walk")
     if live == LIVE_UNDECIDED and not undecided_live:
         raise undecided_live_error(path)

@@ -23,6 +23,15 @@ CONCURRENT_REPEATS times per side with threads allowed, and judged on the
 range: estimate median(on) / median(off) - 1, range [min(on) / max(off)
 - 1, max(on) / min(off) - 1].
 
+A benchmark without `overhead_args`, single-domain, whose run allocates
+more than COUNT_WORDS minor words, is counted on a prefix of its run:
+both sides end after the K-th of its N minor collections (OCAMLMEMPROF
+`stop=K`, runtime-patch/src/memprof_stop.c), K being the first collection
+by which COUNT_WORDS words have been allocated on average (stop_for; N
+and the words come from the run's own exact GC counters, so K is the same
+on every machine).  The record says so (`stop`), and so does the reason
+shown with the figure.
+
 The threshold (threshold_for) is the baseline's upper end plus
 `overhead_tolerance`, when the baseline counted its overhead with the same
 arguments and model; else `overhead_budget`, with a note saying why.  This
@@ -64,6 +73,7 @@ from .runner import memprof_env_value, program_argv0
 from .drivers.nothreads import UNFILTERED
 
 MEASURE = "cycles"
+COUNT_WORDS = 1 << 26       # minor words a counted prefix holds (stop_for)
 CONCURRENT_REPEATS = 3
 MAX_REPEATS = 100
 PROFILE_MARK = b'"memprof-ci/profile"'
@@ -73,11 +83,32 @@ def counted_args(bench) -> list:
     return list(bench.command[1:] if bench.overhead_args is None else bench.overhead_args)
 
 
-def counted_env(bench, on: bool) -> dict:
+def stop_for(bench, profiles) -> dict | None:
+    """Where the counted runs stop (module docstring): {"after": K, "of":
+    N} minor collections, or None to count the whole run (the benchmark
+    has `overhead_args` or is concurrent, or its run allocates at most
+    COUNT_WORDS words, or no profile says how much it allocates).
+    `profiles()` gives the run's Aggregate; it is called only when a cut
+    is possible."""
+    if bench.overhead_args is not None or bench.concurrent or profiles is None:
+        return None
+    agg = profiles()
+    if agg is None:
+        return None
+    gc = (getattr(agg, "gc_runs", None) or [getattr(agg, "gc", None)])[0] or {}
+    n, words = gc.get("minor_collections", 0), gc.get("minor_words", 0)
+    if n < 2 or words <= COUNT_WORDS:
+        return None
+    k = max(1, math.ceil(COUNT_WORDS * n / words))
+    return {"after": k, "of": n} if k < n else None
+
+
+def counted_env(bench, on: bool, stop: dict | None = None) -> dict:
     env = {"PATH": os.environ.get("PATH", os.defpath), **bench.env}
-    if on:
-        env["OCAMLMEMPROF"] = memprof_env_value(bench.profiled_rate, bench.seeds[0], bench.frames,
-                                                "/dev/stdout")
+    spec = ([memprof_env_value(bench.profiled_rate, bench.seeds[0], bench.frames, "/dev/stdout")]
+            if on else []) + ([f"stop={stop['after']}"] if stop else [])
+    if spec:
+        env["OCAMLMEMPROF"] = ",".join(spec)
     return env
 
 
@@ -94,12 +125,12 @@ def counted_key(bench, patch_id: str | None) -> dict:
             "patch_id": patch_id}
 
 
-def _count_one(bench, on: bool) -> tuple[dict, bool]:
+def _count_one(bench, on: bool, stop: dict | None) -> tuple[dict, bool]:
     """One counted run: (its events, whether threads could be created)."""
     side = "on" if on else "off"
     argv = [program_argv0(bench), *counted_args(bench)]
     try:
-        r = cachegrind.count(argv, counted_env(bench, on), bench.cwd,
+        r = cachegrind.count(argv, counted_env(bench, on, stop), bench.cwd,
                           timeout=max(300.0, 50 * bench.timeout),
                           threads=bench.concurrent, capture_stdout=on)
     except cachegrind.CountError as e:
@@ -117,15 +148,15 @@ def _count_one(bench, on: bool) -> tuple[dict, bool]:
     return {k: r["events"][k] for k in cachegrind.EVENTS}, threads
 
 
-def count_sides(bench, patch_id: str | None = None) -> dict:
+def count_sides(bench, patch_id: str | None = None, stop: dict | None = None) -> dict:
     """The counted record: off and on, CONCURRENT_REPEATS times each for a
     concurrent benchmark; two runs at a time (they share no state, and a
-    count does not depend on load)."""
+    count does not depend on load); both ended at `stop` (stop_for)."""
     reps = CONCURRENT_REPEATS if bench.concurrent else 1
     jobs = [on for _ in range(reps) for on in (False, True)]
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        done = list(pool.map(lambda on: _count_one(bench, on), jobs))
-    return {"args": counted_args(bench), "model": cachegrind.MODEL,
+        done = list(pool.map(lambda on: _count_one(bench, on, stop), jobs))
+    return {"args": counted_args(bench), "model": cachegrind.MODEL, "stop": stop,
             "key": counted_key(bench, patch_id), "concurrent": bench.concurrent,
             "threads": "allowed" if any(t for _, t in done) else "disabled",
             "off": [ev for (ev, _), on in zip(done, jobs) if not on],
@@ -149,7 +180,7 @@ COUNTED = {"count": "counted", "reason": "counted in this run"}
 def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "hyperfine",
             time_threshold: float | None = None, *, info: bool = False,
             patch_id: str | None = None, step=None,
-            carry: tuple = (None, "", "counted")) -> dict:
+            carry: tuple = (None, "", "counted"), profiles=None) -> dict:
     """The overhead record: counts and their figures (carried from the
     baseline's record, or estimated from it, when `carry` holds one:
     (record, reason, "carried" or "estimated"), from overhead_carry.carry;
@@ -157,7 +188,8 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
     timed rounds and the added peak RSS (the timed rounds also for a
     benchmark whose time is judged, at `level` and against
     `time_threshold`).  `step(what)` is a context manager around each kind
-    of run (steps.py)."""
+    of run (steps.py); `profiles()` gives the run's Aggregate, whose GC
+    counters size the counted runs (stop_for)."""
     step = step or (lambda what: contextlib.nullcontext())
     t = rss = None
     if info or bench.overhead_time_fails:
@@ -168,14 +200,22 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
     if base is not None:
         c, obtained = base["counted"], {"count": how, "reason": why}
     else:
+        stop = stop_for(bench, profiles)
         with step("counted runs"):
-            c = count_sides(bench, patch_id)
-        obtained = {"count": "counted", "reason": f"counted in this run{': ' + why if why else ''}"}
+            c = count_sides(bench, patch_id, stop)
+        obtained = {"count": "counted", "reason": f"counted in this run{prefix_note(stop)}"
+                                                  f"{': ' + why if why else ''}"}
     if info:
         with step("peak RSS runs"):
             rss = overhead_rss.measure(bench, work_dir)
     # An estimated record: the baseline's counts, its figures scaled.
     return {**_record(c, t, rss, obtained), **(base or {}).get("scaled", {})}
+
+
+def prefix_note(stop: dict | None) -> str:
+    """How much of the run a count covers, as the reason says it."""
+    return "" if not stop else (f", on its first {stop['after']:,} of {stop['of']:,} minor "
+                                f"collections (about {COUNT_WORDS:,} words)")
 
 
 def _record(c: dict, t: dict | None, rss: dict | None, obtained: dict | None = None) -> dict:
@@ -235,6 +275,7 @@ def _parse_counted(c, where: str) -> dict:
     out["threads"] = c["threads"]
     if c.get("key") is not None:
         out["key"] = _parse_key(c["key"], f"{where}.key")
+    out["stop"] = _parse_stop(c.get("stop"), f"{where}.stop")
     sides = [c.get("off"), c.get("on")]
     if not all(isinstance(s, list) and 0 < len(s) <= MAX_REPEATS for s in sides) or \
             len(sides[0]) != len(sides[1]):
@@ -242,6 +283,17 @@ def _parse_counted(c, where: str) -> dict:
     for k, s in zip(("off", "on"), sides):
         out[k] = [_events(e, f"{where}.{k}[{i}]") for i, e in enumerate(s)]
     return out
+
+
+def _parse_stop(d, where: str) -> dict | None:
+    if d is None:
+        return None
+    if not isinstance(d, dict):
+        raise InputError(f"{where} must be null or an object")
+    after, of = V.count(d.get("after"), f"{where}.after"), V.count(d.get("of"), f"{where}.of")
+    if not 1 <= after < of:
+        raise InputError(f"{where}: after must be at least 1 and below of")
+    return {"after": after, "of": of}
 
 
 def _parse_key(k, where: str) -> dict:

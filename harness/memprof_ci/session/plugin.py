@@ -162,7 +162,8 @@ class OverheadItem(CheckItem):
                 b, os.path.join(self.ctx.work_dir, "overhead"), level=self.level,
                 time_threshold=overhead_verdict.time_threshold_for(b, self.base_overhead),
                 info=self.ctx.overhead_info, patch_id=runner.patch_id(),
-                step=lambda what: self.ctx.steps.step(self.bench, what), carry=carry)
+                step=lambda what: self.ctx.steps.step(self.bench, what), carry=carry,
+                profiles=self._current)
             return
         e = self.ctx.run_entry(self.bench)
         if e is not None and e.error:
@@ -264,7 +265,8 @@ class UpdateItem(CheckItem):
                 time_threshold=self.benchmark.overhead_budget, info=self.ctx.overhead_info,
                 patch_id=runner.patch_id(), step=self.step,
                 carry=overhead_carry.carry(self.benchmark, prev, lambda: self.agg,
-                                           runner.patch_id()))
+                                           runner.patch_id()),
+                profiles=lambda: self.agg)
 
     def step(self, what):
         return self.ctx.steps.step(self.bench, what)
@@ -371,7 +373,8 @@ class ProfileItem(CheckItem):
                 level=V.overhead_level(self.benchmark.alpha, family),
                 time_threshold=self.benchmark.overhead_budget, info=self.ctx.overhead_info,
                 patch_id=runner.patch_id(),
-                step=lambda what: self.ctx.steps.step(self.bench, what))
+                step=lambda what: self.ctx.steps.step(self.bench, what),
+                profiles=lambda: self.ctx.profiles(self.bench))
 
 
 # ------------------------------------------------------------------ plugin

@@ -60,6 +60,8 @@ struct caml_memprof_env {
   const char *snapshot_out; /* their path template, as out plus %n */
   int snapshot_sites;   /* snapshot_sites=: sites given a path */
   uint64_t snapshot_mem; /* snapshot_mem=: bytes of the snapshot's tables */
+  uint64_t stop;        /* stop=: the run ends after this many minor
+                           collections (memprof_stop.c); 0: it does not */
 };
 
 /* The defaults: no seed, no tracking. */
