@@ -15,6 +15,8 @@ counted runs use the full command).  Then, one after the other:
 3. `check` of the benchmark with `--variant` applied (a change that
    allocates more: the check fails, and the overhead is estimated from
    the baseline's count, or counted when the estimate nears the limit);
+   the same check with no patch id (nothing carried or estimated: it
+   counts); `update-baselines` of the variant (it counts again);
 4. `check --overhead-info` with no patch id (nothing carried, timed pairs
    and peak RSS): what a default check cost before this study;
 5. with `--old-harness DIR` (a copy of an older harness/), its default
@@ -78,7 +80,22 @@ def steps_of_update(stdout: str) -> dict:
 def steps_of_check(tmp, rep, name) -> dict:
     with open(os.path.join(tmp, rep, "report.json")) as fh:
         b = json.load(fh)["benchmarks"][name]
-    return dict(b.get("cost") or {}), (b.get("overhead") or {}).get("obtained")
+    return dict(b.get("cost") or {}), b.get("overhead")
+
+
+def overhead_of_baseline(tmp, name):
+    with open(os.path.join(tmp, "baselines", f"{name}.json")) as fh:
+        return json.load(fh).get("overhead")
+
+
+def describe(o) -> str:
+    """The overhead cell: how it was obtained, its estimate, and the part
+    of the run a count covered."""
+    if not o:
+        return "-"
+    stop = (o.get("counted") or {}).get("stop")
+    part = f", first {stop['after']} of {stop['of']} collections" if stop else ""
+    return f"{(o.get('obtained') or {}).get('count', '-')} {o['estimate']:+.2%}{part}"
 
 
 def build_variant(bench: str, patch: str, out: str) -> None:
@@ -123,7 +140,7 @@ def main() -> int:
             wall, r = harness(tmp, harness_dir, argv, p)
             near += unit(exe, args.size, 3)
             cost, how = (steps_of_check(tmp, rep, args.bench) if rep else
-                         (steps_of_update(r.stdout), None))
+                         (steps_of_update(r.stdout), overhead_of_baseline(tmp, args.bench)))
             rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
             print(f"{label}: {wall:.1f} s, exit {r.returncode}", file=sys.stderr)
             if r.returncode not in (0, 1):
@@ -135,6 +152,12 @@ def main() -> int:
         shutil.copy(variant, exe)
         run("check (allocation changed: " + os.path.basename(args.variant) + ")", new,
             ["check", *man, "--report-dir", "r2"], "r2")
+        run("check (allocation changed), patch id unknown: counted", new,
+            ["check", *man, "--report-dir", "r4"], "r4", p="")
+        shutil.copytree(os.path.join(tmp, "baselines"), os.path.join(tmp, "baselines.orig"))
+        run("update-baselines (allocation changed)", new, ["update-baselines", *man])
+        shutil.rmtree(os.path.join(tmp, "baselines"))
+        os.rename(os.path.join(tmp, "baselines.orig"), os.path.join(tmp, "baselines"))
         shutil.copy(orig, exe)
         run("check --overhead-info, nothing carried (the former default)", new,
             ["check", *man, "--overhead-info", "--report-dir", "r3"], "r3", p="")
@@ -154,7 +177,7 @@ def main() -> int:
         steps = ", ".join(f"{k} {v / u:.1f}" for k, v in sorted(cost.items(),
                                                                   key=lambda x: -x[1]))
         print(f"| {label} | {wall:.1f} s | {u:.3f} s | {wall / u:.1f} | {rc} | {steps or '-'} | "
-              f"{(how or {}).get('count', '-')} |")
+              f"{describe(how)} |")
     return 0
 
 
