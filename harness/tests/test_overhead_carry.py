@@ -170,6 +170,30 @@ def test_a_run_directory_cannot_carry(tmp_path):
     assert "overhead record of 'costly' was not counted in that run" in r.stdout + r.stderr
 
 
+def test_a_run_directory_cannot_choose_the_counted_part(tmp_path):
+    """The part of the run a count covers follows from the run's own
+    profiles (overhead.stop_for): a run directory whose count claims a
+    prefix its profiles do not give is an error."""
+    project(tmp_path)
+    update(tmp_path)
+    r = cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run",
+            timeout=600, env_extra=PATCH)
+    assert r.returncode == 0, r.stdout + r.stderr
+    p = tmp_path / "run" / "run.json"
+    doc = json.load(open(p))
+    assert doc["benchmarks"]["costly"]["overhead"]["counted"]["stop"] is None
+    r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
+            "--report-dir", "rep0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc["benchmarks"]["costly"]["overhead"]["counted"]["stop"] = {"after": 1, "of": 9}
+    p.write_text(json.dumps(doc))
+    r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
+            "--report-dir", "rep")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert ("overhead record of 'costly' counted the first 1 of 9 minor collections, but its "
+            "profiles give the whole run") in r.stdout + r.stderr
+
+
 def test_update_keeps_the_schedule_spread_only_for_the_same_allocation(tmp_path):
     """update-baselines of unchanged code keeps the replaced baseline's
     schedule spread (its dithered runs follow from the allocation on one

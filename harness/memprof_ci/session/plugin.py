@@ -176,6 +176,22 @@ class OverheadItem(CheckItem):
             raise InputError(f"the run's overhead record of {self.bench!r} was not counted "
                              f"in that run ({how}); "
                              f"`memprof-ci profile` counts every benchmark it measures")
+        self._check_stop(b)
+
+    def _check_stop(self, b):
+        """A run directory's count covers the part of the run that the
+        run's own profiles give (overhead.stop_for), never a part the
+        build job chose."""
+        c = (self.measured or {}).get("counted")
+        if c is None:
+            return
+        want = overhead.stop_for(b, self._current)
+        if c.get("stop") != want:
+            def part(s):
+                return "the whole run" if s is None else (
+                    f"the first {s['after']:,} of {s['of']:,} minor collections")
+            raise InputError(f"the run's overhead record of {self.bench!r} counted "
+                             f"{part(c.get('stop'))}, but its profiles give {part(want)}")
 
     def _current(self):
         try:
