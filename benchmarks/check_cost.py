@@ -3,6 +3,7 @@ as wall-time ratios to one unprofiled run of it, measured in one run.
 
     /usr/bin/python3 benchmarks/check_cost.py [--bench lists] [--size 17000]
         [--variant benchmarks/tests/variants/lists_more.patch] [--old-harness DIR]
+    /usr/bin/python3 benchmarks/check_cost.py --compiler typing/ctype
 
 The benchmark's program (built by `make benchmarks`) is copied into a
 scratch directory with a manifest that sets nothing but its command: a
@@ -50,14 +51,29 @@ def patch_id() -> str:
         return fh.read().strip()
 
 
-def unit(exe: str, size: str, n: int = 5) -> list:
+def unit(argv: list, cwd: str, n: int = 5) -> list:
     env = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF"}
     out = []
     for _ in range(n):
         t = time.monotonic()
-        subprocess.run([exe, size], env=env, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, check=True)
         out.append(time.monotonic() - t)
     return out
+
+
+def compiler_command(tmp: str, file: str) -> list:
+    """The patched compiler compiling one of its own files (a copy of
+    `file` and its interface in `tmp`), through instruction scheduling and
+    no further: all of the compiler's work but the assembler's, which
+    writes nothing that two runs at a time could both write."""
+    src = os.path.join(ROOT, "_build", "ocaml-src")
+    for ext in (".ml", ".mli"):
+        shutil.copy(os.path.join(src, file + ext), tmp)
+    incs = [a for d in ("stdlib", "utils", "parsing", "typing", "file_formats", "lambda")
+            for a in ("-I", os.path.join(src, d))]
+    return [os.path.join(ROOT, "_build", "runtime", "bin", "ocamlopt.opt"), "-g",
+            "-strict-sequence", "-principal", "-strict-formats", "-nostdlib", *incs,
+            "-stop-after", "scheduling", "-c", os.path.basename(file) + ".ml"]
 
 
 def harness(tmp, harness_dir, args, pid):
@@ -115,10 +131,15 @@ def main() -> int:
     ap.add_argument("--old-harness", metavar="DIR")
     ap.add_argument("--overhead-args", metavar="ARG", help="the manifest's overhead_args "
                     "(one argument; default: none, the counted runs use the command)")
+    ap.add_argument("--compiler", metavar="FILE", help="instead of a bundled benchmark, the "
+                    "patched compiler compiling FILE (.ml, without it) of _build/ocaml-src, "
+                    "e.g. typing/ctype; no variant rows")
     args = ap.parse_args()
     pid = patch_id()
     new = os.path.join(ROOT, "harness")
     rows = []
+    if args.compiler:
+        return compiler_rows(args, pid, new)
     with tempfile.TemporaryDirectory(prefix="check-cost.") as tmp:
         exe = os.path.join(tmp, "prog.exe")
         orig = os.path.join(ROOT, "_build", "benchmarks", f"{args.bench}.exe")
@@ -130,15 +151,15 @@ def main() -> int:
                      f'command = ["./prog.exe", "{args.size}"]\ntimeout = 300\n'
                      + (f'overhead_args = ["{args.overhead_args}"]\n'
                         if args.overhead_args else ""))
-        before = unit(exe, args.size)
+        before = unit([exe, args.size], tmp)
         man = ["--manifest", "benchmarks.toml", "--baselines", "baselines"]
 
         def run(label, harness_dir, argv, rep=None, p=pid):
             # The unit of this row: 3 unprofiled runs just before it and 3
             # just after (the machine's speed drifts over minutes).
-            near = unit(exe, args.size, 3)
+            near = unit([exe, args.size], tmp, 3)
             wall, r = harness(tmp, harness_dir, argv, p)
-            near += unit(exe, args.size, 3)
+            near += unit([exe, args.size], tmp, 3)
             cost, how = (steps_of_check(tmp, rep, args.bench) if rep else
                          (steps_of_update(r.stdout), overhead_of_baseline(tmp, args.bench)))
             rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
@@ -166,8 +187,13 @@ def main() -> int:
             run("former harness: update-baselines", args.old_harness,
                 ["update-baselines", *man])
             run("former harness: check", args.old_harness, ["check", *man])
-        after = unit(exe, args.size)
-    print(f"\nOne unprofiled run of `{args.bench}.exe {args.size}`: median "
+        after = unit([exe, args.size], tmp)
+    print_table(f"{args.bench}.exe {args.size}", before, after, rows)
+    return 0
+
+
+def print_table(what, before, after, rows) -> None:
+    print(f"\nOne unprofiled run of `{what}`: median "
           f"{statistics.median(before):.3f} s before the steps, "
           f"{statistics.median(after):.3f} s after; each row's unit is the median of 3 runs "
           f"just before it and 3 just after\n")
@@ -178,6 +204,40 @@ def main() -> int:
                                                                   key=lambda x: -x[1]))
         print(f"| {label} | {wall:.1f} s | {u:.3f} s | {wall / u:.1f} | {rc} | {steps or '-'} | "
               f"{describe(how)} |")
+
+
+def compiler_rows(args, pid, new) -> int:
+    rows = []
+    name = "compiler"
+    with tempfile.TemporaryDirectory(prefix="check-cost.") as tmp:
+        argv = compiler_command(tmp, args.compiler)
+        with open(os.path.join(tmp, "benchmarks.toml"), "w") as fh:
+            fh.write(f'[[benchmark]]\nname = "{name}"\ncommand = {json.dumps(argv)}\n'
+                     f'timeout = 300\n')
+        before = unit(argv, tmp)
+        man = ["--manifest", "benchmarks.toml", "--baselines", "baselines"]
+
+        def run(label, argv_h, rep=None, p=pid):
+            near = unit(argv, tmp, 3)
+            wall, r = harness(tmp, new, argv_h, p)
+            near += unit(argv, tmp, 3)
+            cost, how = (steps_of_check(tmp, rep, name) if rep else
+                         (steps_of_update(r.stdout), overhead_of_baseline(tmp, name)))
+            rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
+            print(f"{label}: {wall:.1f} s, exit {r.returncode}", file=sys.stderr)
+            if r.returncode not in (0, 1):
+                print(r.stdout[-2000:], r.stderr[-2000:], file=sys.stderr)
+
+        run("update-baselines (fresh)", ["update-baselines", *man])
+        run("update-baselines (same code again)", ["update-baselines", *man])
+        run("check (same code)", ["check", *man, "--report-dir", "r1"], "r1")
+        run("check, patch id unknown: counted", ["check", *man, "--report-dir", "r2"], "r2",
+            p="")
+        run("check --overhead-info, patch id unknown", ["check", *man, "--overhead-info",
+                                                          "--report-dir", "r3"], "r3", p="")
+        after = unit(argv, tmp)
+    print_table(f"ocamlopt.opt ... -stop-after scheduling -c {args.compiler}.ml", before,
+                after, rows)
     return 0
 
 

@@ -58,9 +58,12 @@ def test_the_off_side_carries_only_the_stop():
     b = types.SimpleNamespace(env={"X": "1"}, profiled_rate=1e-4, seeds=[7], frames=16)
     stop = {"after": 5, "of": 50}
     assert overhead.counted_env(b, False, stop)["OCAMLMEMPROF"] == "stop=5"
-    assert overhead.counted_env(b, True, stop)["OCAMLMEMPROF"].endswith(",stop=5")
+    on = overhead.counted_env(b, True, stop)["OCAMLMEMPROF"]
+    # A prefix's profiled side does not walk the heap at the stop.
+    assert on.endswith(",live=off,stop=5")
     assert "OCAMLMEMPROF" not in overhead.counted_env(b, False)
-    assert "stop=" not in overhead.counted_env(b, True)["OCAMLMEMPROF"]
+    whole = overhead.counted_env(b, True)["OCAMLMEMPROF"]
+    assert "stop=" not in whole and "live=" not in whole
 
 
 EV = {k: 10 for k in ("Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw")}
@@ -129,7 +132,7 @@ def test_a_prefix_is_counted_on_both_sides_and_costs_less(tmp_path, monkeypatch)
     stop = rec["counted"]["stop"]
     assert stop["of"] == gc["minor_collections"] and 1 <= stop["after"] < stop["of"] // 2
     assert f"first {stop['after']:,} of {stop['of']:,} minor collections" in \
-        rec["obtained"]["reason"]
+        rec["obtained"]["reason"] and "without the exit's walk" in rec["obtained"]["reason"]
     for side in ("off", "on"):
         assert rec["counted"][side][0]["Ir"] < 0.5 * whole[side][0]["Ir"], side
     assert rec["estimate"] > 0

@@ -29,7 +29,10 @@ both sides end after the K-th of its N minor collections (OCAMLMEMPROF
 `stop=K`, runtime-patch/src/memprof_stop.c), K being the first collection
 by which COUNT_WORDS words have been allocated on average (stop_for; N
 and the words come from the run's own exact GC counters, so K is the same
-on every machine).  The record says so (`stop`), and so does the reason
+on every machine).  The profiled side of a prefix does not walk the heap
+at the stop (`live=off`): that walk's cost follows the heap live at that
+moment, not the part of the run counted, and would weigh a short prefix
+many times over.  The record says so (`stop`), and so does the reason
 shown with the figure.
 
 The threshold (threshold_for) is the baseline's upper end plus
@@ -73,7 +76,7 @@ from .runner import memprof_env_value, program_argv0
 from .drivers.nothreads import UNFILTERED
 
 MEASURE = "cycles"
-COUNT_WORDS = 1 << 25       # minor words a counted prefix holds (stop_for)
+COUNT_WORDS = 1 << 24       # minor words a counted prefix holds (stop_for)
 CONCURRENT_REPEATS = 3
 MAX_REPEATS = 100
 PROFILE_MARK = b'"memprof-ci/profile"'
@@ -105,7 +108,8 @@ def stop_for(bench, profiles) -> dict | None:
 
 def counted_env(bench, on: bool, stop: dict | None = None) -> dict:
     env = {"PATH": os.environ.get("PATH", os.defpath), **bench.env}
-    spec = ([memprof_env_value(bench.profiled_rate, bench.seeds[0], bench.frames, "/dev/stdout")]
+    spec = ([memprof_env_value(bench.profiled_rate, bench.seeds[0], bench.frames, "/dev/stdout",
+                               live=stop is None)]
             if on else []) + ([f"stop={stop['after']}"] if stop else [])
     if spec:
         env["OCAMLMEMPROF"] = ",".join(spec)
@@ -215,7 +219,8 @@ def measure(bench, work_dir: str, level: float | None = None, hyperfine: str = "
 def prefix_note(stop: dict | None) -> str:
     """How much of the run a count covers, as the reason says it."""
     return "" if not stop else (f", on its first {stop['after']:,} of {stop['of']:,} minor "
-                                f"collections (about {COUNT_WORDS:,} words)")
+                                f"collections (about {COUNT_WORDS:,} words), without the "
+                                f"exit's walk of the heap")
 
 
 def _record(c: dict, t: dict | None, rss: dict | None, obtained: dict | None = None) -> dict:
