@@ -6,7 +6,7 @@ run without the walk and with it (harness/STATISTICS.md, "A prefix of a
 long run").
 
     /usr/bin/python3 benchmarks/prefix_bias.py [--bench lists] [--size 26000]
-        [--words 16777216 33554432]
+        [--words 8388608 16777216]
     /usr/bin/python3 benchmarks/prefix_bias.py --compiler typing/ctype
 
 Prints one line per count: the part counted, the estimated cycles' and the
@@ -54,7 +54,7 @@ def main() -> int:
     ap.add_argument("--bench", default="lists")
     ap.add_argument("--size", default="26000")
     ap.add_argument("--compiler", metavar="FILE")
-    ap.add_argument("--words", type=int, nargs="*", default=[1 << 24, 1 << 25])
+    ap.add_argument("--words", type=int, nargs="*", default=[1 << 23, 1 << 24])
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="prefix-bias.") as cwd:
         if a.compiler:

@@ -76,7 +76,7 @@ from .runner import memprof_env_value, program_argv0
 from .drivers.nothreads import UNFILTERED
 
 MEASURE = "cycles"
-COUNT_WORDS = 1 << 24       # minor words a counted prefix holds (stop_for)
+COUNT_WORDS = 1 << 23       # minor words a counted prefix holds (stop_for)
 CONCURRENT_REPEATS = 3
 MAX_REPEATS = 100
 PROFILE_MARK = b'"memprof-ci/profile"'
