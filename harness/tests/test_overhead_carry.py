@@ -150,16 +150,22 @@ def test_what_decides_the_count_changed_so_it_is_counted(tmp_path):
     assert r.returncode == 1
 
 
-def test_a_run_directory_cannot_carry(tmp_path):
-    """`check --from-run` judges what a build job measured; only a count
-    is accepted there (a run directory saying "carried" is an error)."""
+def profiled_run(tmp_path):
+    """A baseline, then a run directory of the same code: (run.json's path,
+    its document)."""
     project(tmp_path)
     update(tmp_path)
     r = cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run",
             timeout=600, env_extra=PATCH)
     assert r.returncode == 0, r.stdout + r.stderr
     p = tmp_path / "run" / "run.json"
-    doc = json.load(open(p))
+    return p, json.load(open(p))
+
+
+def test_a_run_directory_cannot_carry(tmp_path):
+    """`check --from-run` judges what a build job measured; only a count
+    is accepted there (a run directory saying "carried" is an error)."""
+    p, doc = profiled_run(tmp_path)
     assert doc["benchmarks"]["costly"]["overhead"]["obtained"]["count"] == "counted"
     doc["benchmarks"]["costly"]["overhead"]["obtained"] = {"count": "carried",
                                                            "reason": "trust me"}
@@ -174,13 +180,7 @@ def test_a_run_directory_cannot_choose_the_counted_part(tmp_path):
     """The part of the run a count covers follows from the run's own
     profiles (overhead.stop_for): a run directory whose count claims a
     prefix its profiles do not give is an error."""
-    project(tmp_path)
-    update(tmp_path)
-    r = cli(tmp_path, "profile", "--manifest", "benchmarks.toml", "--out", "run",
-            timeout=600, env_extra=PATCH)
-    assert r.returncode == 0, r.stdout + r.stderr
-    p = tmp_path / "run" / "run.json"
-    doc = json.load(open(p))
+    p, doc = profiled_run(tmp_path)
     assert doc["benchmarks"]["costly"]["overhead"]["counted"]["stop"] is None
     r = cli(tmp_path, "check", "--from-run", "run", "--manifest", "benchmarks.toml",
             "--report-dir", "rep0")
