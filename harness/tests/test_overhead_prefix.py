@@ -14,6 +14,7 @@ from harness_testlib import make_profile, to_version3, write_json
 from memprof_ci.errors import InputError
 from memprof_ci.inputs.profile import load_profile
 from memprof_ci.measure import overhead
+from memprof_ci.text import fmt
 
 W = overhead.COUNT_WORDS
 
@@ -96,6 +97,20 @@ def test_a_stopped_runs_profile_is_not_compared(tmp_path):
     with pytest.raises(InputError, match=r"config.stop 12: the run was stopped early") as e:
         load_profile(write_json(tmp_path / "p.json", doc))
     assert "\n" not in str(e.value)
+
+
+def test_the_figure_says_it_covers_a_prefix():
+    """The status table's cell says "prefix"; the full line says which
+    part and that the exit's walk is not in it.  A whole run's says
+    neither."""
+    rec = overhead.parse_record({"measure": "cycles", "counted": counted(
+        {"after": 37, "of": 2765})}, "r")
+    assert fmt.overhead_brief(rec).endswith(" cycles, counted, prefix")
+    assert ("on the first 37 of 2,765 minor collections, without the exit's walk"
+            in fmt.overhead_text(rec))
+    whole = overhead.parse_record({"measure": "cycles", "counted": counted(None)}, "r")
+    assert "prefix" not in fmt.overhead_brief(whole)
+    assert "collections" not in fmt.overhead_text(whole)
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

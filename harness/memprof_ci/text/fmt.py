@@ -183,10 +183,18 @@ def overhead_brief(o) -> str:
     est = num_of(o, "estimate")
     if est is None or None in (num_of(o, "ci_low"), num_of(o, "ci_high")):
         return "-"
-    how = obtained_text(o, ", carried")
+    how = obtained_text(o, ", carried") + (", prefix" if prefix_of(o) else "")
     s = (f"{est:+.2%} cycles" if isinstance(o.get("counted"), dict) else f"{est:+.1%}") + how
     thr = num_of(o, "threshold")
     return s + (f" (limit {thr:+.2%})" if thr is not None else "")
+
+
+def prefix_of(o) -> dict | None:
+    """The part of the run a counted record covers ({"after", "of"}), or
+    None for the whole run."""
+    c = o.get("counted") if isinstance(o, dict) else None
+    stop = c.get("stop") if isinstance(c, dict) else None
+    return stop if isinstance(stop, dict) else None
 
 
 def overhead_text(o) -> str:
@@ -205,6 +213,10 @@ def overhead_text(o) -> str:
             s += f" [{lo:+.2%}, {hi:+.2%}] ({runs} runs)"
         if num_of(o, "instructions") is not None:
             s += f" ({num_of(o, 'instructions'):+.2%} instr.)"
+        stop = prefix_of(o)
+        if stop:
+            s += (f" on the first {int(num_of(stop, 'after') or 0):,} of "
+                  f"{int(num_of(stop, 'of') or 0):,} minor collections, without the exit's walk")
     else:
         s = f"{est:+.1%} [{lo:+.1%}, {hi:+.1%}]"
     thr = num_of(o, "threshold")
