@@ -61,19 +61,27 @@ def unit(argv: list, cwd: str, n: int = 5) -> list:
     return out
 
 
-def compiler_command(tmp: str, file: str) -> list:
-    """The patched compiler compiling one of its own files (a copy of
-    `file` and its interface in `tmp`), through instruction scheduling and
-    no further: all of the compiler's work but the assembler's, which
-    writes nothing that two runs at a time could both write."""
+def compiler_command(tmp: str, file: str) -> tuple[list, str]:
+    """(argv, cwd): the patched compiler compiling one of its own files (a
+    copy of `file` and its interface in `tmp`/src, its directory), through
+    instruction scheduling and no further (all of the compiler's work but
+    the assembler's), its output in `tmp`/out (an absolute path: the
+    manifest would resolve a relative one against its own directory). The
+    compiler lists the directories it searches, its own included, so
+    nothing is written there: each run then allocates exactly as the
+    last."""
     src = os.path.join(ROOT, "_build", "ocaml-src")
+    for d in ("src", "out"):
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
     for ext in (".ml", ".mli"):
-        shutil.copy(os.path.join(src, file + ext), tmp)
+        shutil.copy(os.path.join(src, file + ext), os.path.join(tmp, "src"))
     incs = [a for d in ("stdlib", "utils", "parsing", "typing", "file_formats", "lambda")
             for a in ("-I", os.path.join(src, d))]
-    return [os.path.join(ROOT, "_build", "runtime", "bin", "ocamlopt.opt"), "-g",
-            "-strict-sequence", "-principal", "-strict-formats", "-nostdlib", *incs,
-            "-stop-after", "scheduling", "-c", os.path.basename(file) + ".ml"]
+    name = os.path.basename(file)
+    return ([os.path.join(ROOT, "_build", "runtime", "bin", "ocamlopt.opt"), "-g",
+             "-strict-sequence", "-principal", "-strict-formats", "-nostdlib", *incs,
+             "-stop-after", "scheduling", "-c", name + ".ml", "-o",
+             os.path.join(tmp, "out", name + ".cmx")], os.path.join(tmp, "src"))
 
 
 def harness(tmp, harness_dir, args, pid):
@@ -210,17 +218,17 @@ def compiler_rows(args, pid, new) -> int:
     rows = []
     name = "compiler"
     with tempfile.TemporaryDirectory(prefix="check-cost.") as tmp:
-        argv = compiler_command(tmp, args.compiler)
+        argv, cwd = compiler_command(tmp, args.compiler)
         with open(os.path.join(tmp, "benchmarks.toml"), "w") as fh:
             fh.write(f'[[benchmark]]\nname = "{name}"\ncommand = {json.dumps(argv)}\n'
-                     f'timeout = 300\n')
-        before = unit(argv, tmp)
+                     f'cwd = "src"\ntimeout = 300\n')
+        before = unit(argv, cwd)
         man = ["--manifest", "benchmarks.toml", "--baselines", "baselines"]
 
         def run(label, argv_h, rep=None, p=pid):
-            near = unit(argv, tmp, 3)
+            near = unit(argv, cwd, 3)
             wall, r = harness(tmp, new, argv_h, p)
-            near += unit(argv, tmp, 3)
+            near += unit(argv, cwd, 3)
             cost, how = (steps_of_check(tmp, rep, name) if rep else
                          (steps_of_update(r.stdout), overhead_of_baseline(tmp, name)))
             rows.append((label, wall, r.returncode, cost, how, statistics.median(near)))
@@ -235,7 +243,7 @@ def compiler_rows(args, pid, new) -> int:
             p="")
         run("check --overhead-info, patch id unknown", ["check", *man, "--overhead-info",
                                                           "--report-dir", "r3"], "r3", p="")
-        after = unit(argv, tmp)
+        after = unit(argv, cwd)
     print_table(f"ocamlopt.opt ... -stop-after scheduling -c {args.compiler}.ml", before,
                 after, rows)
     return 0

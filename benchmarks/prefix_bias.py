@@ -58,7 +58,8 @@ def main() -> int:
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="prefix-bias.") as cwd:
         if a.compiler:
-            argv, name = compiler_command(cwd, a.compiler), f"the compiler on {a.compiler}.ml"
+            argv, cwd = compiler_command(cwd, a.compiler)
+            name = f"the compiler on {a.compiler}.ml"
         else:
             argv = [os.path.join(ROOT, "_build", "benchmarks", f"{a.bench}.exe"), a.size]
             name = f"{a.bench} {a.size}"
