@@ -457,9 +457,14 @@ reserved_t caml_memprof_points_c_caller(void)
 
 /* Design 7: whether the page holding `p`, in one of the arrays above,
  * was ever touched; the answers for the last pages asked are kept, per
- * thread (domains settle their own counts), until `touched_forget`.
- * When it cannot be known the page is read. */
-#define TOUCHED_CACHE 16
+ * thread (domains settle their own counts), until `touched_forget`, in
+ * a table indexed by a hash of the page's number. The sums read several
+ * arrays side by side, id by id, and the arrays are mapped at addresses
+ * whose page numbers agree in their low bits, so a table indexed by
+ * those bits would have each array evict the others' pages and ask the
+ * kernel again at every id. When it cannot be known the page is read. */
+#define TOUCHED_CACHE_BITS 6
+#define TOUCHED_CACHE (1 << TOUCHED_CACHE_BITS)
 static CAMLthread_local uintptr_t touched_pages[TOUCHED_CACHE];
 static CAMLthread_local bool touched_answers[TOUCHED_CACHE];
 
@@ -473,7 +478,8 @@ static bool touched(const void *p)
   static uintptr_t page_size = 0;
   if (page_size == 0) page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
   uintptr_t page = (uintptr_t)p & ~(page_size - 1);
-  size_t k = (page / page_size) % TOUCHED_CACHE;
+  size_t k = (size_t)(((uint64_t)(page / page_size) * UINT64_C(0x9E3779B97F4A7C15))
+                      >> (64 - TOUCHED_CACHE_BITS));
   if (touched_pages[k] != page) {
     unsigned char v = 1;
     if (mincore((void *)page, page_size, &v) != 0) v = 1;
