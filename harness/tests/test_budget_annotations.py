@@ -22,7 +22,7 @@ from memprof_ci.errors import ConfigError, InputError
 from memprof_ci.inputs.budget import budget_changes, lowered_text
 from memprof_ci.inputs.manifest import load_manifest
 from memprof_ci.inputs.profile import load_profile
-from memprof_ci.inputs.profile_budgets import Annotated
+from memprof_ci.inputs.profile_budgets import Annotated, recorded
 from memprof_ci.render.report import render_markdown, render_terminal
 from memprof_ci.sites.grouping import aggregate
 
@@ -89,7 +89,7 @@ MALFORMED = {
     "unknown key": (_bad(extra=1), r"unknown key\(s\) extra"),
     "missing key": ([{k: v for k, v in TUPLES.items() if k != "max_words"}],
                     r"missing key\(s\) max_words"),
-    "unknown attribute": (_bad(attribute="noalloc"), "attribute 'noalloc' is neither"),
+    "unknown attribute": (_bad(attribute="noalloc"), "attribute 'noalloc' is not zero_alloc, words_per_call or counted"),
     "zero_alloc limit": (_bad(attribute="zero_alloc", limit=1),
                          "zero_alloc with limit 1"),
     "duplicate": ([TUPLES, TUPLES], r"budgets\[1\] \(Main.tuples\): the same function"),
@@ -230,8 +230,36 @@ def test_a_manifest_words_per_call_only_tightens(tmp_path):
                                    "run.toml")).budgets
     assert B.unannotated(other, agg.budgets) == other
     assert B.unannotated([_call_budget(tmp_path, 2)], agg.budgets) == []
-    assert "must be annotated [@memprof.words_per_call N] or [@zero_alloc]" in \
-        B.unannotated_error("m.toml", other[0], "demo")
+    assert "annotate it [@memprof.words_per_call N] or [@zero_alloc], or compile it with " \
+        "OCAMLMEMPROF_COUNT=Main.run" in B.unannotated_error("m.toml", other[0], "demo")
+
+
+def test_a_counted_function_is_judged_only_by_its_manifest_budget(tmp_path):
+    """A dependency's function the compiler counted (OCAMLMEMPROF_COUNT,
+    attribute "counted", limit 0) has no limit of its own: no row without
+    a manifest words_per_call budget, that budget's limit with one, and it
+    is never an annotation a baseline records or a change lists."""
+    counted = dict(TUPLES, attribute="counted", limit=0)
+    agg = agg_of(tmp_path, v6(counted))
+    assert B.annotated_rows("demo", agg, []) == []
+    assert B.unannotated([_call_budget(tmp_path, 2)], agg.budgets) == []
+    (row,) = B.annotated_rows("demo", agg, [_call_budget(tmp_path, 3)])
+    assert (row["attribute"], row["limit"], row["annotation_limit"], row["outcome"]) == \
+        ("counted", 3, None, "passed")
+    (row,) = B.annotated_rows("demo", agg, [_call_budget(tmp_path, 2)])
+    assert (row["limit"], row["outcome"]) == (2, "failed")
+    assert "limit 2 per call" in B.budget_failure("demo", [row])
+    assert B.annotation_hints([row]) == []
+    assert recorded(agg.budgets) == []
+    assert B.annotation_changes("demo", [], agg.budgets) == []
+    report = {"accept_changes": True, "settings_changes": [
+        {"benchmark": "demo", "setting": "budget Main.tuples per call", "pull_request": 3}]}
+    assert B.accepted_rows(report, [row])
+    assert any("2 (manifest)" in line for line in
+               render_terminal(decided([row])).splitlines())
+    # a counted entry with a limit is not what the runtime writes
+    with pytest.raises(InputError, match=r"counted with limit 3"):
+        load_profile(write_json(tmp_path / "bad.json", v6(dict(counted, limit=3))))
 
 
 def test_per_call_budgets_change_ratchet_and_rewrite_apart(tmp_path):
@@ -475,7 +503,7 @@ def test_end_to_end_manifest_words_per_call(tmp_path):
     _spec(tmp_path, None)
     r = check(tmp_path, "--report-dir", "r2")
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "must be annotated [@memprof.words_per_call N] or [@zero_alloc]" in \
+    assert "annotate it [@memprof.words_per_call N] or [@zero_alloc], or compile it" in \
         _report(tmp_path, "r2")["checks"]["budget"]["message"]
 
 

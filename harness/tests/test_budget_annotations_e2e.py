@@ -8,6 +8,7 @@ adds a 4-word bucket on one call in a thousand."""
 import json
 import os
 import re
+import subprocess
 
 import pytest
 from harness_testlib import HERE, run_cli, write_manifest
@@ -94,3 +95,56 @@ def test_three_annotated_functions_pass_then_a_boxed_float_and_a_lower_limit_fai
     assert (rows["Budgets.pair"]["limit"], rows["Budgets.pair"]["outcome"]) == (2, "failed")
     assert f"Budgets.pair ({N:,} calls) allocated up to 3 words in one call, limit 2" in r.stdout
     assert rows["Budgets.scale"]["outcome"] == "passed"
+
+
+DEP = """let lookup k = if k < 0 then None else Some (k, k)
+"""
+MAIN = """let () =
+  let n = int_of_string Sys.argv.(1) and k = ref 0 in
+  for i = 1 to n do
+    match Dep.lookup i with Some (a, _) -> k := !k + a | None -> ()
+  done;
+  print_int (Sys.opaque_identity !k)
+"""
+
+
+def prepare_dep(work, counted, limit):
+    """A dependency, dep.ml, compiled apart, with Dep.lookup named in
+    OCAMLMEMPROF_COUNT when `counted`; main.ml calls it N times; the
+    manifest caps Dep.lookup at `limit` words per call."""
+    from test_points_check import OCAMLOPT
+    for name, text in (("dep.ml", DEP), ("main.ml", MAIN)):
+        with open(os.path.join(work, name), "w") as fh:
+            fh.write(text)
+    env = {k: v for k, v in os.environ.items() if k != "OCAMLMEMPROF_COUNT"}
+    for cmd, extra in ((["-c", "dep.ml"], {"OCAMLMEMPROF_COUNT": "Dep.lookup"} if counted
+                        else {}), (["dep.cmx", "main.ml", "-o", "main.exe"], {})):
+        subprocess.run([OCAMLOPT, "-g", *cmd], cwd=work, env={**env, **extra}, check=True,
+                       capture_output=True, timeout=300)
+    write_manifest(work, [{"name": "budgets", "command": ["./main.exe", str(N)],
+                           "timeout": 120}],
+                   defaults={"mode": "sampled", "rate": 1e-4, "seeds": [1]})
+    with open(os.path.join(work, "benchmarks.toml"), "a") as fh:
+        fh.write(f'[[budget]]\nfunction = "Dep.lookup"\nwords_per_call = {limit}\n'
+                 f'benchmark = "budgets"\n')
+
+
+@pytest.mark.needs_runtime
+def test_a_dependency_function_counted_at_compile_time_is_capped_per_call(tmp_path):
+    work = str(tmp_path)
+    prepare_dep(work, True, 5)
+    r, rows = check(work, "ok")
+    assert r.returncode == 0, r.stdout + r.stderr
+    row = rows["Dep.lookup"]
+    # Some (k, k): a 2-word option and a 3-word tuple per call
+    assert (row["attribute"], row["calls"], row["max_words"], row["limit"],
+            row["outcome"]) == ("counted", N, 5, 5, "passed")
+    prepare_dep(work, True, 4)
+    r, rows = check(work, "over")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"Dep.lookup ({N:,} calls) allocated up to 5 words in one call, limit 4" in r.stdout
+    prepare_dep(work, False, 5)
+    r = run_cli(["check", "--manifest", "benchmarks.toml", "--no-overhead",
+                 "--report-dir", "uncounted"], cwd=work, timeout=600)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "OCAMLMEMPROF_COUNT=Dep.lookup" in r.stdout + r.stderr

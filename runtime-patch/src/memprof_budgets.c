@@ -1,5 +1,6 @@
 /* memprof-ci: exact, inclusive counts per call of the functions annotated
- * with an allocation budget ([@zero_alloc], [@memprof.words_per_call N]).
+ * with an allocation budget ([@zero_alloc], [@memprof.words_per_call N]),
+ * and of those named in OCAMLMEMPROF_COUNT when they were compiled.
  *
  * 1. What the compiler emits. In native code, translcore.ml turns the
  *    body b of an annotated function into
@@ -9,8 +10,11 @@
  *    where DESC is a static string constant,
  *    "FILE\tFUNCTION\tLINE\tATTRIBUTE\tLIMIT". A call is therefore
  *    counted when it returns or raises; the function's own tail calls
- *    become ordinary calls. Functions without an annotation are compiled
- *    as upstream compiles them and cost nothing here.
+ *    become ordinary calls. A function named in OCAMLMEMPROF_COUNT at
+ *    compile time, without an annotation, gets the same bracket with
+ *    ATTRIBUTE "counted" and LIMIT 0 (this file treats every ATTRIBUTE
+ *    alike). Other functions are compiled as upstream compiles them and
+ *    cost nothing here.
  * 2. Words. Both primitives are ordinary externals (not noalloc), so the
  *    switch to C has saved the domain's allocation pointer and the
  *    domain's counters are exact: the words it has allocated are its

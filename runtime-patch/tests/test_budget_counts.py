@@ -6,6 +6,7 @@ compiler's translcore.ml): a function annotated [@zero_alloc] or
 programs/budgets.ml measures each annotated function's calls itself with
 Gc.minor_words around each call; the profile must say the same."""
 
+import os
 import subprocess
 
 import pytest
@@ -86,3 +87,26 @@ def test_a_misplaced_or_malformed_annotation_is_a_warning(runtime_bin, tmp_path,
     res = subprocess.run([str(runtime_bin / "ocamlopt"), "-c", "m.ml"], cwd=tmp_path,
                          capture_output=True, text=True)
     assert res.returncode == 0 and warning in res.stderr, res.stderr
+
+
+def test_a_function_named_in_OCAMLMEMPROF_COUNT_is_counted_without_a_limit(
+        runtime_bin, tmp_path):
+    """A dependency's function cannot be annotated: compiled with its name
+    in OCAMLMEMPROF_COUNT it is counted per call, as "counted", limit 0;
+    an annotated function listed too keeps its annotation, and a name
+    that matches nothing changes nothing."""
+    (tmp_path / "budgets.ml").write_text((PROGRAMS / "budgets.ml").read_text())
+    env = {**os.environ, "OCAMLMEMPROF_COUNT": "Budgets.plain,Budgets.pair,Nowhere.f"}
+    subprocess.run([str(runtime_bin / "ocamlopt"), "-g", "budgets.ml", "-o", "b.exe"],
+                   cwd=tmp_path, env=env, check=True, capture_output=True)
+    prof, _, _ = profile(tmp_path / "b.exe", N, rate=1e-4, tmp=tmp_path)
+    got = {b["function"]: b for b in prof["budgets"]}
+    assert sorted(got) == ["Budgets.memo", "Budgets.pair", "Budgets.pick", "Budgets.plain",
+                           "Budgets.scale"]
+    plain = got["Budgets.plain"]
+    # each call conses one list cell: a header and two fields
+    assert (plain["attribute"], plain["limit"], plain["line"]) == \
+        ("counted", 0, line_of("let plain x"))
+    assert (plain["calls"], plain["words"], plain["max_words"]) == (N, 3 * N, 3)
+    assert (got["Budgets.pair"]["attribute"], got["Budgets.pair"]["limit"]) == \
+        ("words_per_call", 3)

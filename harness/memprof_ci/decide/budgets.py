@@ -13,7 +13,10 @@ name the callee).  An annotated function (`[@zero_alloc]`,
 `[@memprof.words_per_call N]`) is judged per call, on the runtime's exact
 counts: its row fails exactly when the most one call allocated (max_words)
 exceeds its limit, the smaller of the annotation's and a manifest
-words_per_call budget's; its points say where it allocated, heaviest first:
+words_per_call budget's; a function the compiler counted without an
+annotation (OCAMLMEMPROF_COUNT: a dependency's) has a row only under a
+manifest words_per_call budget, whose limit is its only one, and is
+never an annotation that can change; its points say where it allocated, heaviest first:
 its own and its nested functions' points, exact, and, from the sampled
 stacks that pass through it, its callees' allocation, estimated (samples /
 exposure, as the site rows estimate words) and marked `"estimated": true`.
@@ -21,7 +24,7 @@ Invariants: no baseline is read for a row: a manifest budget no point
 matches counts 0 words and passes; a benchmark without counted points is
 never judged on a words_per_run budget (needs_points says why, an error of
 the run, exit 2), nor is a words_per_call budget of a function its profile
-has no annotated entry for (unannotated_error).  The accept label covers a
+has no entry for (unannotated_error).  The accept label covers a
 failing row only when the pull request changed that budget (it is in
 report["settings_changes"], which the judge computes from the two
 manifests) and the words fit the pull request's own limit, or it removed
@@ -106,7 +109,9 @@ def annotated_row(name: str, a, agg, call_budget=None) -> dict:
     """One annotated function (inputs/profile_budgets.Annotated) of
     benchmark `name` judged per call; `call_budget` is the manifest's
     words_per_call budget of it, if any; `agg` the run's Aggregate."""
-    limit = a.limit if call_budget is None else min(a.limit, call_budget.words_per_call)
+    own = a.limit if a.annotated else None
+    limit = call_budget.words_per_call if own is None else \
+        own if call_budget is None else min(own, call_budget.words_per_call)
     pts = agg.point_counts
     exact = pts is not None and pts.unavailable is None
     found = (_exact_points(a, pts) if exact else []) + _estimated_points(a, agg, exact)
@@ -114,7 +119,7 @@ def annotated_row(name: str, a, agg, call_budget=None) -> dict:
     return {"benchmark": name, "what": a.function, "kind": "annotation", "file": a.file,
             "line": a.line, "attribute": a.attribute, "calls": a.calls, "words": a.words,
             "words_per_call": a.words / a.calls if a.calls else 0.0,
-            "max_words": a.max_words, "limit": limit, "annotation_limit": a.limit,
+            "max_words": a.max_words, "limit": limit, "annotation_limit": own,
             **({"manifest_limit": call_budget.words_per_call} if call_budget else {}),
             **({"other_domain_calls": a.other_domain_calls} if a.other_domain_calls else {}),
             "outcome": "failed" if a.max_words > limit else "passed",
@@ -123,22 +128,25 @@ def annotated_row(name: str, a, agg, call_budget=None) -> dict:
 
 
 def annotated_rows(name: str, agg, call_budgets: list) -> list:
-    """A row per annotated entry of the run's profile (Aggregate.budgets)."""
+    """A row per annotated entry of the run's profile (Aggregate.budgets),
+    and per counted one a words_per_call budget names."""
     by_fn = {b.function: b for b in call_budgets}
-    return [annotated_row(name, a, agg, by_fn.get(a.function)) for a in agg.budgets or ()]
+    return [annotated_row(name, a, agg, by_fn.get(a.function)) for a in agg.budgets or ()
+            if a.annotated or a.function in by_fn]
 
 
 def unannotated(call_budgets: list, entries) -> list:
-    """The words_per_call budgets whose function has no annotated entry."""
+    """The words_per_call budgets whose function has no entry, annotated
+    or counted."""
     have = {a.function for a in entries or ()}
     return [b for b in call_budgets if b.function not in have]
 
 
 def unannotated_error(manifest_path: str, budget, name: str) -> str:
     return (f"{manifest_path}: [[budget]] #{budget.index} ({budget.what}) gives "
-            f"words_per_call, but benchmark {name!r}'s profile counted no call of an "
-            f"annotated {budget.what}: it must be annotated [@memprof.words_per_call N] or "
-            f"[@zero_alloc] (and be called) to be counted per call")
+            f"words_per_call, but benchmark {name!r}'s profile counted no call of "
+            f"{budget.what}: annotate it [@memprof.words_per_call N] or [@zero_alloc], or "
+            f"compile it with OCAMLMEMPROF_COUNT={budget.what} (a dependency's), and call it")
 
 
 def _row_text(r: dict) -> str:
@@ -184,7 +192,9 @@ def _row_accepted(r: dict, changed: dict) -> bool:
     limit = c.get("pull_request")
     if per_call:
         # The annotation's own limit still holds whatever the manifest says.
-        return isinstance(limit, int) and r["max_words"] <= min(limit, r["annotation_limit"])
+        own = r["annotation_limit"]
+        return isinstance(limit, int) and r["max_words"] <= (limit if own is None
+                                                             else min(limit, own))
     return limit is None or (isinstance(limit, int) and r["words_per_run"] <= limit)
 
 
@@ -205,7 +215,7 @@ def annotation_changes(name: str, recorded: list, entries) -> list:
     baseline recorded, each change in settings_changes' shape with a note:
     removed (or no longer called) and raised limits need the accept label."""
     base = {(r["function"], norm_file(r["file"])): r for r in recorded}
-    cur = {(a.function, norm_file(a.file)): a for a in entries or ()}
+    cur = {(a.function, norm_file(a.file)): a for a in entries or () if a.annotated}
     out = []
     for key in sorted(set(base) | set(cur)):
         b, a = base.get(key), cur.get(key)
@@ -250,7 +260,7 @@ def annotation_hints(rows: list) -> list:
     annotation's limit (sources are never edited)."""
     most: dict = {}
     for r in rows:
-        if r["kind"] == "annotation":
+        if r["kind"] == "annotation" and r["annotation_limit"] is not None:
             key = (r["file"], r["line"], r["what"])
             most[key] = max(most.get(key, (0, r["annotation_limit"]))[0], r["max_words"]), \
                 r["annotation_limit"]

@@ -1,14 +1,16 @@
 """The profile's annotated budgets (format version 6, the `budgets` section).
 
 Job: check and read the section the runtime writes for the functions the
-source annotates `[@zero_alloc]` or `[@memprof.words_per_call N]`: per
+source annotates `[@zero_alloc]` or `[@memprof.words_per_call N]`, and
+those the compiler was told to count (OCAMLMEMPROF_COUNT: "counted",
+limit 0, a dependency's function, which is no annotation): per
 function, its calls and the words allocated while each call was active
 (minor and direct major, header words included, callees and C included),
 counted exactly.  Invariants: parse_budgets_section returns a tuple of
 Annotated, in the section's order, or raises InputError on one line naming
 the file and the entry (budgets[i] and its function) and what is wrong:
 wrong types, unknown or missing keys, an unknown attribute, zero_alloc
-with a limit other than 0, counts that cannot all be true (max_words >
+or counted with a limit other than 0, counts that cannot all be true (max_words >
 words, words > calls x max_words, words without calls), two entries of
 one (function, file, line), or entries not sorted by (file, line,
 function).  Nothing here scales or estimates.
@@ -22,7 +24,8 @@ from . import validate
 from ..errors import InputError
 from ..text import mdsafe
 
-ATTRIBUTES = ("zero_alloc", "words_per_call")
+ANNOTATIONS = ("zero_alloc", "words_per_call")
+ATTRIBUTES = ANNOTATIONS + ("counted",)
 KEYS = ("function", "file", "line", "attribute", "limit", "calls", "words", "max_words",
         "other_domain_calls")
 COUNT_KEYS = ("limit", "calls", "words", "max_words", "other_domain_calls")
@@ -35,8 +38,8 @@ class Annotated:
     function: str
     file: str
     line: int
-    attribute: str            # "zero_alloc" or "words_per_call"
-    limit: int                # words per call (0 for zero_alloc)
+    attribute: str            # "zero_alloc", "words_per_call" or "counted"
+    limit: int                # words per call (0 for zero_alloc and counted)
     calls: int                # calls finished on the domain that began them
     words: int                # their words, each call inclusive
     max_words: int            # the most one call allocated
@@ -45,6 +48,12 @@ class Annotated:
     @property
     def key(self) -> tuple:
         return (self.file, self.line, self.function)
+
+    @property
+    def annotated(self) -> bool:
+        """An annotation in the source, with a limit of its own (counted:
+        named at compile time, limited only by a manifest budget)."""
+        return self.attribute in ANNOTATIONS
 
 
 def _named(e, i: int) -> str:
@@ -70,13 +79,13 @@ def _entry(e, i: int, bad) -> Annotated:
         raise bad(f"{where}: line is not a line number")
     if e["attribute"] not in ATTRIBUTES:
         raise bad(f"{where}: attribute {mdsafe.printable(repr(e['attribute'])[:60])} is "
-                  f"neither zero_alloc nor words_per_call")
+                  f"not zero_alloc, words_per_call or counted")
     for k in COUNT_KEYS:
         if not validate.is_count(e[k]):
             raise bad(f"{where}: {k} is not a non-negative integer at most 2^53")
     a = Annotated(**{k: e[k] for k in KEYS})
-    if a.attribute == "zero_alloc" and a.limit != 0:
-        raise bad(f"{where}: zero_alloc with limit {a.limit} (its limit is 0)")
+    if a.attribute != "words_per_call" and a.limit != 0:
+        raise bad(f"{where}: {a.attribute} with limit {a.limit} (its limit is 0)")
     if a.max_words > a.words:
         raise bad(f"{where}: max_words {a.max_words} > words {a.words}")
     if a.calls == 0 and a.words > 0:
@@ -111,9 +120,10 @@ RECORDED_KEYS = ("function", "file", "line", "attribute", "limit")
 
 
 def recorded(entries: tuple) -> list:
-    """What a baseline records of a run's annotated functions: each one's
-    {function, file, line, attribute, limit}, in the section's order."""
-    return [{k: getattr(a, k) for k in RECORDED_KEYS} for a in entries]
+    """What a baseline records of a run's annotated functions (not the
+    counted ones): each one's {function, file, line, attribute, limit}, in
+    the section's order."""
+    return [{k: getattr(a, k) for k in RECORDED_KEYS} for a in entries if a.annotated]
 
 
 def parse_recorded(v) -> list:
@@ -125,7 +135,7 @@ def parse_recorded(v) -> list:
     for i, e in enumerate(v):
         if not (isinstance(e, dict) and set(e) == set(RECORDED_KEYS)
                 and all(isinstance(e[k], str) and e[k] for k in ("function", "file"))
-                and validate.is_line(e["line"]) and e["attribute"] in ATTRIBUTES
+                and validate.is_line(e["line"]) and e["attribute"] in ANNOTATIONS
                 and validate.is_count(e["limit"])):
             raise InputError(f"annotations[{i}] is not {{function, file, line, attribute, "
                              f"limit}} with a known attribute and a limit >= 0")

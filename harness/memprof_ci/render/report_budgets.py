@@ -63,8 +63,9 @@ def _ann_points(r: dict, name=str) -> str:
 
 
 def _limit(r: dict) -> str:
+    own = r["annotation_limit"]
     tight = " (manifest)" if r.get("manifest_limit") is not None and \
-        r["limit"] < r["annotation_limit"] else ""
+        (own is None or r["limit"] < own) else ""
     return f"{r['limit']:,}{tight}"
 
 
