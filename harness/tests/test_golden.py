@@ -218,3 +218,16 @@ def test_failing_report_terminal_fits_120_columns():
     assert "Regressions (worst first):" in text
     wide = [line for line in text.splitlines() if len(line) > 120]
     assert wide == []
+
+
+def test_the_headline_fits_the_terminal_however_long_the_names():
+    from memprof_ci.decide.report_doc import new_report
+    from memprof_ci.render.report import render_terminal
+    rep = new_report()
+    names = [f"benchmark_number_{i}::alloc_sites" for i in range(5)]
+    rep["verdict"] = {"exit_code": 1, "errors": [], "regressions": names, "accepted": []}
+    first = render_terminal(rep).splitlines()[0]
+    assert first.startswith("memprof-ci: regression in 5 check(s)") and names[0] in first
+    assert len(first) <= 120 and first.endswith(", …"), first
+    rep["verdict"]["regressions"] = ["x" * 200]
+    assert render_terminal(rep).splitlines()[0].endswith(": …")

@@ -28,7 +28,7 @@ from ..text import mdsafe
 from . import report_budgets, report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, site_notes, worst_first)
-from .terminal_table import table
+from .terminal_table import WIDTH, table
 from ..decide.report_doc import CHECKS
 from ..decide.report_types import ABSENT, Benchmark, GcRow, Report
 
@@ -163,6 +163,20 @@ def _overhead_cell(b: Benchmark, md: bool = False, full: bool = False) -> str:
     return s
 
 
+def _first_names(names: list, room: int) -> str:
+    """Up to three of `names`, as many as fit in `room` columns with the
+    ", …" that stands for the rest."""
+    shown: list = []
+    for n in names[:3]:
+        more = ", …" if len(shown) + 1 < len(names) else ""
+        if len(", ".join(shown + [n]) + more) > room:
+            break
+        shown.append(n)
+    if not shown:
+        return "…"
+    return ", ".join(shown) + (", …" if len(shown) < len(names) else "")
+
+
 def headline(report: Report) -> str:
     """The verdict in one line (the terminal's first line, the comment's title)."""
     v = report.verdict
@@ -172,9 +186,9 @@ def headline(report: Report) -> str:
     if v.exit_code == 1:
         regs = [r for b in report.benchmarks.values() for r in b.site_rows()
                 if not r.renamed_to and r.status == "regression"]
-        named = ", ".join(v.regressions[:3]) + (", …" if len(v.regressions) > 3 else "")
-        return (f"memprof-ci: regression in {len(v.regressions)} check(s) "
-                f"({len(regs)} site(s)) over {n_b} benchmark(s): {named}")
+        head = (f"memprof-ci: regression in {len(v.regressions)} check(s) "
+                f"({len(regs)} site(s)) over {n_b} benchmark(s): ")
+        return head + _first_names(v.regressions, WIDTH - len(head))
     acc = v.accepted
     if acc:
         return (f"memprof-ci: no unaccepted regression in {n_b} benchmark(s); "
