@@ -33,6 +33,16 @@
  *    across domains' lists, including orphaned ones). Otherwise, or
  *    when OCAMLMEMPROF says live=gc, the tracker lets two major cycles
  *    decide.
+ * 5. Memory at exit. The part of the minor heap below its allocation
+ *    pointer holds nothing, so its whole pages are handed back to the
+ *    system (caml_memprof_release_minor_free) when the tracker finishes,
+ *    and again here once the walk has emptied the minor heap, before
+ *    the visited set and the profile's sorting and rendering take memory
+ *    of their own: they reuse those pages rather than raise the
+ *    program's peak (the default minor heap is 2 MiB). A later
+ *    allocation there finds zeroed pages, which it overwrites. Not in
+ *    the debug runtime, which fills free minor words with a pattern and
+ *    checks it when they are allocated.
  *
  * Licensed under the GNU LGPL 2.1 with the OCaml linking exception,
  * like the OCaml runtime it is part of (see runtime-patch/LICENSE). */
@@ -42,6 +52,7 @@
 #include <stdlib.h>
 #ifndef _WIN32
 #include <sys/mman.h>
+#include <unistd.h>
 #endif
 #include "caml/camlatomic.h"
 #include "caml/domain.h"
@@ -230,6 +241,19 @@ bool caml_memprof_visited_has(value block, void *v)
   return caml_memprof_was_visited(v, (uintnat)Hp_val(block));
 }
 
+/* Design 5: the whole pages of the free part of the calling domain's
+ * minor heap, [young_start, young_ptr), handed back. */
+void caml_memprof_release_minor_free(void)
+{
+#if !defined(_WIN32) && !defined(DEBUG)
+  caml_domain_state *d = Caml_state;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)d->young_start + page - 1) & ~(page - 1);
+  uintptr_t hi = (uintptr_t)d->young_ptr & ~(page - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+#endif
+}
+
 bool caml_memprof_judge_by_reachability(void)
 {
   if (!caml_domain_alone()
@@ -239,6 +263,7 @@ bool caml_memprof_judge_by_reachability(void)
   /* Young survivors move to the major heap (memprof settles young
    * entries there); the walk then sees one heap. */
   caml_empty_minor_heaps_once();
+  caml_memprof_release_minor_free();
   caml_memprof_points_live_begin();
 
   struct walk w = { 0 };

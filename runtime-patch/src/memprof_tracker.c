@@ -1196,6 +1196,7 @@ int caml_memprof_tracker_finish_incomplete(int retcode, const char *reason)
 
   caml_memprof_stop_c(profile);
   peak_freeze();
+  caml_memprof_release_minor_free();  /* for the exit's own memory */
   const char *tmpl = snapshot_child_out != NULL ? snapshot_child_out
     : caml_memprof_env()->out;
   struct sorting sorting;

@@ -11,7 +11,9 @@
  *    any domain; read by the walk, which runs when no other domain
  *    does.
  * 3. Thread-safety: the walk runs on the one running domain, at exit.
- * 4. caml_memprof_visited_has is a caml_memprof_reachable for the
+ * 4. caml_memprof_release_minor_free gives the free part of the minor
+ *    heap back at exit (design 5 there), for the exit's own memory.
+ * 5. caml_memprof_visited_has is a caml_memprof_reachable for the
  *    visited set (caml/memprof_visited.h) of memprof_snapshot.c's walk,
  *    which judges by it the same way.
  *
@@ -32,6 +34,10 @@ extern atomic_uintnat caml_memprof_ephemerons_created;
 bool caml_memprof_judge_by_reachability(void);
 
 bool caml_memprof_visited_has(value block, void *visited);
+
+/* Hands the whole pages of the free part of the calling domain's minor
+ * heap back to the system (memprof_reach.c, design 5): at exit. */
+void caml_memprof_release_minor_free(void);
 
 #endif /* CAML_INTERNALS */
 
