@@ -33,6 +33,9 @@ def test_clean_then_regression_reports_exactly_that_site(tmp_path):
     regs = [(x["benchmark"], x["check"], x["site"]) for b in rep["benchmarks"].values()
             for x in (b["alloc"] or []) + (b["live"] or []) if x["status"] == "regression"]
     assert regs == [("alpha", "alloc", "Main.f1 @ main.ml"), ("alpha", "live", "Main.f1 @ main.ml")]
+    # pytest's failure section: the message's own lines stay lines
+    assert "more than the baseline:\n  Main.f1 @ main.ml" in r.stdout, r.stdout
+    assert "baseline:\\n" not in r.stdout
     assert rep["verdict"]["exit_code"] == 1
     md = open(tmp_path / "rep" / "report.md").read()
     assert "### Regressions" in md and "Main.f1 @ main.ml" in md.split("### Benchmarks")[0]

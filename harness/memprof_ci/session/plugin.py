@@ -424,10 +424,11 @@ class MemprofPlugin:
             return
         exc = call.excinfo.value if call.excinfo is not None else None
         if isinstance(exc, (MemprofError, RegressionFailure)) and rep.failed:
-            # Our own failures and errors read as their one message, not a
+            # Our own failures and errors read as their message, not a
             # traceback of the harness, in any phase; the message quotes
-            # input, so it is escaped (mdsafe.printable) as on stderr.
-            rep.longrepr = printable(str(exc))
+            # input, so each of its lines is escaped (mdsafe.printable) as
+            # on stderr, and a regression's lines (a site each) stay lines.
+            rep.longrepr = "\n".join(map(printable, str(exc).split("\n")))
         elif exc is not None and rep.failed and not item.config.option.verbose > 0:
             # Anything else is a bug of the harness: one line, as the CLI
             # prints one (the traceback with -v).
