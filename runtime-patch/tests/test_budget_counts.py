@@ -93,10 +93,11 @@ def test_a_function_named_in_OCAMLMEMPROF_COUNT_is_counted_without_a_limit(
         runtime_bin, tmp_path):
     """A dependency's function cannot be annotated: compiled with its name
     in OCAMLMEMPROF_COUNT it is counted per call, as "counted", limit 0;
-    an annotated function listed too keeps its annotation, and a name
-    that matches nothing changes nothing."""
+    an annotated function listed too keeps its annotation, a name that
+    matches nothing changes nothing, and spaces around names and empty
+    names are ignored."""
     (tmp_path / "budgets.ml").write_text((PROGRAMS / "budgets.ml").read_text())
-    env = {**os.environ, "OCAMLMEMPROF_COUNT": "Budgets.plain,Budgets.pair,Nowhere.f"}
+    env = {**os.environ, "OCAMLMEMPROF_COUNT": "Budgets.pair, Budgets.plain ,,Nowhere.f"}
     subprocess.run([str(runtime_bin / "ocamlopt"), "-g", "budgets.ml", "-o", "b.exe"],
                    cwd=tmp_path, env=env, check=True, capture_output=True)
     prof, _, _ = profile(tmp_path / "b.exe", N, rate=1e-4, tmp=tmp_path)
