@@ -45,6 +45,7 @@ import math
 from . import budgets as B
 from . import stats
 from ..text.fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, site_name, worst_first
+from ..text.mdsafe import printable
 from .attribution import (EXACT_MIN_BYTES, RENAMED, SITE_KEYS, apply_moves, attribute_changes,
                           pair_renames)
 from ..inputs.profile import WORD_BYTES
@@ -216,7 +217,7 @@ def peak_line(summary: dict, regs: list) -> str:
     """`peak: +4.4 M words; held by `Prog.phase` (+4.3 M words), ...`: the
     change of the sampled live words at the peak, and the sites holding it."""
     c, b = summary["current_words"], summary["baseline_words"]
-    held = ", ".join(f"`{r['function'] or r['site']}` "
+    held = ", ".join(f"`{printable(r['function'] or r['site'])}` "
                      f"({fmt_words((r['current_bytes'] - r['baseline_bytes']) / WORD_BYTES, True)})"
                      for r in worst_first(regs)[:3])
     more = f" and {len(regs) - 3} more" if len(regs) > 3 else ""
@@ -228,7 +229,7 @@ def regression_message(name: str, check: str, regs: list) -> str:
     what = {"alloc": "allocate", "live": "retain at exit",
             "peak": "hold at the peak"}[check]
     head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
-    body = [f"  {site_name(r)}: "
+    body = [f"  {printable(site_name(r))}: "
             f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
             f"{fmt_delta(r)}" + ("" if r.get("exact") else f", p(Holm)={fmt_p(r['p_adj'])}")
             for r in worst_first(regs)]

@@ -426,9 +426,12 @@ class MemprofPlugin:
         if isinstance(exc, (MemprofError, RegressionFailure)) and rep.failed:
             # Our own failures and errors read as their message, not a
             # traceback of the harness, in any phase; the message quotes
-            # input, so each of its lines is escaped (mdsafe.printable) as
-            # on stderr, and a regression's lines (a site each) stay lines.
-            rep.longrepr = "\n".join(map(printable, str(exc).split("\n")))
+            # input, so it is escaped (mdsafe.printable) as on stderr. A
+            # regression's lines (a site each, its input escaped where the
+            # message is made, decide/verdict.py) stay lines.
+            lines = str(exc).split("\n") if isinstance(exc, RegressionFailure) \
+                else [str(exc)]
+            rep.longrepr = "\n".join(map(printable, lines))
         elif exc is not None and rep.failed and not item.config.option.verbose > 0:
             # Anything else is a bug of the harness: one line, as the CLI
             # prints one (the traceback with -v).
