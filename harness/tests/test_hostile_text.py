@@ -301,3 +301,14 @@ def test_terminal_report_escapes_control_characters():
     out = render_terminal(hostile_report())
     assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", out)
     assert "\\x1b[31mred" in out and "line one\\nline two" in out
+
+
+def test_a_regression_message_gets_one_line_per_site_whatever_the_names():
+    """pytest's failure section keeps a regression message's lines (one per
+    site), so a site's name must not bring lines of its own."""
+    from memprof_ci.decide.verdict import regression_message
+    row = {"benchmark": "demo", "check": "alloc", "site": "Evil.f @ e.ml\nFAILED other::check",
+           "via": "x\x1b[2J", "baseline_samples": 10, "baseline_bytes": 100, "current_bytes": 300,
+           "significant": True, "exact": True, "ratio": 3.0}
+    lines = regression_message("demo", "alloc", [row]).split("\n")
+    assert len(lines) == 2 and "FAILED other::check" in lines[1] and "\x1b" not in lines[1]
