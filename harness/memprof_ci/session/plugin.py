@@ -125,11 +125,11 @@ class PeakItem(_SitesItem):
     def runtest(self):
         base = self.need_baseline()
         if base.total_peak is None or self.ctx.profiles(self.bench).total_peak is None:
-            side = "baseline" if base.total_peak is None else "current profiles"
-            pytest.skip(f"the {side} of {self.bench!r} record no live-at-peak samples "
-                        f"of this runtime's peak (made before the runtime recorded them, "
-                        f"or when it took the peak at major-cycle ends); regenerate with "
-                        f"`memprof-ci update-baselines -k {self.bench}`")
+            side = ("baseline of {!r} has" if base.total_peak is None
+                    else "current profiles of {!r} have").format(self.bench)
+            pytest.skip(f"the {side} no live-at-peak samples (made before the runtime "
+                        f"kept them, or with the peak taken at major-cycle ends); "
+                        f"regenerate with `memprof-ci update-baselines -k {self.bench}`")
         super().runtest()
 
 
