@@ -160,8 +160,8 @@ def test_a_call_over_the_limit_fails_even_when_the_mean_fits(tmp_path):
     (row,) = B.annotated_rows("demo", agg, [])
     assert row["words_per_call"] == 2.99 and row["outcome"] == "failed"
     assert B.budget_failure("demo", [row]) == (
-        "benchmark 'demo' is over its allocation budget: Main.tuples (1,000 calls) allocated "
-        "up to 4 words in one call, limit 3 per call (most at Main.helper @ main.ml)")
+        "benchmark 'demo' is over its allocation budget:\n  Main.tuples (1,000 calls) "
+        "allocated up to 4 words in one call, limit 3 per call (most at Main.helper @ main.ml)")
     agg = agg_of(tmp_path, v6(dict(TUPLES, max_words=3, limit=3)), "eq.json")
     assert B.annotated_rows("demo", agg, [])[0]["outcome"] == "passed"
 
@@ -310,9 +310,10 @@ def test_annotation_changes_against_the_baseline():
     assert [(c["note"], c["needs_label"]) for c in lowered] == [("limit lowered", False)]
     assert B.annotation_changes("demo", REC[:1], (Annotated(**TUPLES),)) == []
     msg = B.budget_failure("demo", [], changes)
-    assert msg == ("benchmark 'demo': annotation Main.gone: annotation removed or no longer "
-                   "called (baseline's limit 0); annotation Main.tuples: limit raised "
-                   "(baseline's limit 3) (needs the accept label)")
+    assert msg == ("benchmark 'demo' changes annotations that need the accept label:\n"
+                   "  annotation Main.gone: annotation removed or no longer called "
+                   "(baseline's limit 0)\n"
+                   "  annotation Main.tuples: limit raised (baseline's limit 3)")
     assert B.budget_failure("demo", [], lowered) is None
 
 
@@ -468,7 +469,7 @@ def test_end_to_end_rows_baseline_and_changes(tmp_path):
     r = check(tmp_path, "--report-dir", "r1")
     assert r.returncode == 1, r.stdout + r.stderr
     msg = _report(tmp_path, "r1")["checks"]["budget"]["message"]
-    assert msg == ("benchmark 'alpha' is over its allocation budget: Main.f1 (1,000 calls) "
+    assert msg == ("benchmark 'alpha' is over its allocation budget:\n  Main.f1 (1,000 calls) "
                    "allocated up to 5 words in one call, limit 4 per call (most at Main.f1 @ "
                    "main.ml)"), msg
     # Within its limit: the baseline records it, and the advice names it.

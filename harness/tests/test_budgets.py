@@ -136,7 +136,7 @@ def test_a_function_counts_its_own_points_and_calls_exactly(tmp_path):
     row = B.budget_row("inject", b, POINTS)
     assert row["outcome"] == "failed"
     assert B.budget_failure("inject", [row]) == (
-        "benchmark 'inject' is over its allocation budget: Inject.small allocated 201,100 "
+        "benchmark 'inject' is over its allocation budget:\n  Inject.small allocated 201,100 "
         "words per run, limit 201,099 (most at inject.ml:7:47-59)")
 
 

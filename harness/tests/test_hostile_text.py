@@ -312,3 +312,18 @@ def test_a_regression_message_gets_one_line_per_site_whatever_the_names():
            "significant": True, "exact": True, "ratio": 3.0}
     lines = regression_message("demo", "alloc", [row]).split("\n")
     assert len(lines) == 2 and "FAILED other::check" in lines[1] and "\x1b" not in lines[1]
+
+
+def test_a_budget_failure_gets_one_line_per_row_whatever_the_names():
+    """The budget check's message is kept line by line too: a function's or
+    a point's name from the profile cannot add lines or escapes."""
+    from memprof_ci.decide.budgets import budget_failure
+    row = {"what": "Evil.f\nFAILED other::check", "kind": "annotation", "calls": 3,
+           "max_words": 9, "limit": 2, "outcome": "failed",
+           "points": [{"point": "e.ml:1:2-3\x1b[2J", "words": 9}]}
+    change = {"setting": "annotation Evil.g\nPASSED", "note": "limit raised", "base": 1,
+              "needs_label": True}
+    lines = budget_failure("demo", [row], [change]).split("\n")
+    assert len(lines) == 4, lines
+    assert "FAILED other::check" in lines[1] and "\x1b" not in lines[1]
+    assert "PASSED" in lines[3]

@@ -80,7 +80,7 @@ def _budgets(ctx, written: dict, args) -> None:
         rows[name] = _rows(ctx, name, agg) if agg is not None else []
         msg = B.budget_failure(name, rows[name])
         if msg:
-            print(f"memprof-ci: warning: {msg} (check fails)", file=sys.stderr)
+            print(f"memprof-ci: warning (check fails): {msg}", file=sys.stderr)
     for line in B.annotation_hints([r for name in sorted(rows) for r in rows[name]]):
         print(f"memprof-ci: {line}")
     if not args.ratchet:

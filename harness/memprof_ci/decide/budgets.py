@@ -39,6 +39,7 @@ from __future__ import annotations
 from ..inputs.profile import WORD_BYTES
 from ..sites.grouping import frame_label
 from ..sites.keys import norm_file
+from ..text.mdsafe import printable
 
 TOP_POINTS = 3   # the heaviest points a row names
 REMOVED = "annotation removed or no longer called"
@@ -150,28 +151,30 @@ def unannotated_error(manifest_path: str, budget, name: str) -> str:
 
 
 def _row_text(r: dict) -> str:
-    where = f" (most at {r['points'][0]['point']})" if r["points"] else ""
+    where = f" (most at {printable(r['points'][0]['point'])})" if r["points"] else ""
+    what = printable(r["what"])
     if r["kind"] == "annotation":
-        return (f"{r['what']} ({r['calls']:,} calls) allocated up to {r['max_words']:,} words "
+        return (f"{what} ({r['calls']:,} calls) allocated up to {r['max_words']:,} words "
                 f"in one call, limit {r['limit']:,} per call{where}")
-    return (f"{r['what']} allocated {r['words_per_run']:,} words per run, limit "
-            f"{r['limit']:,}{where}")
+    return f"{what} allocated {r['words_per_run']:,} words per run, limit {r['limit']:,}{where}"
 
 
 def budget_failure(name: str, rows: list, changes=()) -> str | None:
-    """The budget check's one-line failure message, or None: the rows
-    over their limits, and the annotation changes that need the label."""
+    """The budget check's failure message, or None: a line naming the
+    benchmark, then one line per row over its limit; the same for the
+    annotation changes that need the label.  Names from the profile are
+    escaped, so each row stays one line."""
     over = [r for r in rows if r["outcome"] == "failed"]
     flagged = [c for c in changes or () if c.get("needs_label")]
-    parts = []
+    lines = []
     if over:
-        parts.append(f"benchmark {name!r} is over its allocation budget: "
-                     + "; ".join(map(_row_text, over)))
+        lines.append(f"benchmark {name!r} is over its allocation budget:")
+        lines += [f"  {_row_text(r)}" for r in over]
     if flagged:
-        parts.append(f"benchmark {name!r}: " + "; ".join(
-            f"{c['setting']}: {c['note']} (baseline's limit {c['base']:,})" for c in flagged)
-            + " (needs the accept label)")
-    return ". ".join(parts) or None
+        lines.append(f"benchmark {name!r} changes annotations that need the accept label:")
+        lines += [f"  {printable(c['setting'])}: {c['note']} (baseline's limit {c['base']:,})"
+                  for c in flagged]
+    return "\n".join(lines) or None
 
 
 def needs_points(manifest_path: str, budget, name: str, why: str) -> str:
