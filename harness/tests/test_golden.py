@@ -227,7 +227,8 @@ def test_the_headline_fits_the_terminal_however_long_the_names():
     names = [f"benchmark_number_{i}::alloc_sites" for i in range(5)]
     rep["verdict"] = {"exit_code": 1, "errors": [], "regressions": names, "accepted": []}
     first = render_terminal(rep).splitlines()[0]
-    assert first.startswith("memprof-ci: regression in 5 check(s)") and names[0] in first
+    assert first.startswith("memprof-ci: regression in 5 check(s) over") and names[0] in first
+    # No site regressed (a budget, the GC totals): no "(0 site(s))".
     assert len(first) <= 120 and first.endswith(", …"), first
     rep["verdict"]["regressions"] = ["x" * 200]
     assert render_terminal(rep).splitlines()[0].endswith(": …")

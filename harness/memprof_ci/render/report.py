@@ -186,8 +186,9 @@ def headline(report: Report) -> str:
     if v.exit_code == 1:
         regs = [r for b in report.benchmarks.values() for r in b.site_rows()
                 if not r.renamed_to and r.status == "regression"]
-        head = (f"memprof-ci: regression in {len(v.regressions)} check(s) "
-                f"({len(regs)} site(s)) over {n_b} benchmark(s): ")
+        sites = f" ({len(regs)} site(s))" if regs else ""
+        head = (f"memprof-ci: regression in {len(v.regressions)} check(s){sites} "
+                f"over {n_b} benchmark(s): ")
         return head + _first_names(v.regressions, WIDTH - len(head))
     acc = v.accepted
     if acc:
