@@ -423,6 +423,10 @@ class MemprofPlugin:
         if not isinstance(item, CheckItem):
             return
         exc = call.excinfo.value if call.excinfo is not None else None
+        if rep.skipped and isinstance(rep.longrepr, tuple):
+            # pytest's summary places a skip at the manifest, not at the
+            # harness line that raised it.
+            rep.longrepr = (str(item.path), None, rep.longrepr[2])
         if isinstance(exc, (MemprofError, RegressionFailure)) and rep.failed:
             # Our own failures and errors read as their message, not a
             # traceback of the harness, in any phase; the message quotes
