@@ -392,6 +392,15 @@ def test_terminal_annotated_section_exact(tmp_path):
     assert max(map(len, out.splitlines())) <= 120
 
 
+def test_terminal_separates_the_budgets_table_from_the_annotated_one(tmp_path):
+    per_run = {"benchmark": "demo", "kind": "budget", "what": "Main.f", "words_per_run": 10,
+               "limit": 10, "outcome": "passed", "points": []}
+    out = render_terminal(decided([per_run] + _rows(tmp_path))).splitlines()
+    i = out.index("Annotated functions (exact words per call, callees included; every call "
+                  "must fit the limit):")
+    assert out[i - 1] == "" and out[i - 2].startswith("demo       Main.f"), out
+
+
 def test_markdown_annotated_section_marks_estimates(tmp_path):
     md = render_markdown(decided(_rows(tmp_path), empty=["alpha"]))
     i = md.index("Annotated functions:")

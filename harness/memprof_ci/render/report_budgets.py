@@ -103,8 +103,9 @@ def _points(r: dict) -> str:
 
 
 def terminal(report) -> list:
-    """The terminal's lines (a blank line, the titles, the tables, the
-    changes and the benchmarks without budgets), or []."""
+    """The terminal's lines (a blank line, each table under its title, a
+    blank line between the two, the changes and the benchmarks without
+    budgets), or []."""
     rows, ann, changes, none = (_rows(report), _rows(report, True), _changes(report),
                                 _no_budgets(report))
     if not (rows or ann or changes or none):
@@ -116,7 +117,7 @@ def terminal(report) -> list:
             [[name, r["what"], f"{r['words_per_run']:,}", f"{r['limit']:,}", _verdict(r),
               _points(r)] for name, r in rows], flex=(1, 5))]
     if ann:
-        out += [ANN_TITLE, table(
+        out += [""] * bool(rows) + [ANN_TITLE, table(
             ["benchmark", "function", "calls", "words/call", "max/call", "limit/call",
              "annotation", "verdict", "largest points"],
             [[name, r["what"], *_ann_cells(r), _verdict(r), _ann_points(r)]
