@@ -73,16 +73,21 @@ def test_a_new_caller_of_a_standard_library_point_is_named_first(tmp_path):
     assert 120_000 < first["change_words"] < 480_000, first
     assert row["stacks_site"] == NEW
 
-    # Every renderer names it first, right after the site, with its bytes.
+    # Every renderer names it first, right after the site, with its bytes:
+    # in the terminal (pytest's failure section, the regressions table) on
+    # the line under the site's, in report.md in the site's cell.
     head = f"{POINT} (+"
     named = f"from {NEW} (new caller) ["
-    terminal = [x for x in r.stdout.splitlines() if head in x]
+    out = r.stdout.splitlines()
+    under = [out[i + 1] for i, x in enumerate(out[:-1])
+             if POINT in x and not x.startswith("    ")]
+    assert len(under) >= 2 and all(u.startswith("    +") and named in u.split(";")[0]
+                                   for u in under), under
     md = [x for x in (tmp_path / "rep" / "report.md").read_text().splitlines() if head in x]
     html = (tmp_path / "rep" / "report.html").read_text()
-    for lines in (terminal, md):
-        assert lines and all(x.index(named) < x.find("Path.Check") or "Path.Check" not in x
-                             for x in lines), lines
-        assert named in lines[0].split(head, 1)[1].split(";")[0], lines
+    assert md and all(x.index(named) < x.find("Path.Check") or "Path.Check" not in x
+                      for x in md), md
+    assert named in md[0].split(head, 1)[1].split(";")[0], md
     note = html.split(f"<code>{POINT}</code>", 1)[1].split("</span>", 1)[0]
     assert note.startswith(' <span class="note">+') and named in note.split(";")[0], note
 

@@ -227,8 +227,25 @@ def test_the_headline_fits_the_terminal_however_long_the_names():
     names = [f"benchmark_number_{i}::alloc_sites" for i in range(5)]
     rep["verdict"] = {"exit_code": 1, "errors": [], "regressions": names, "accepted": []}
     first = render_terminal(rep).splitlines()[0]
-    assert first.startswith("memprof-ci: regression in 5 check(s) over") and names[0] in first
     # No site regressed (a budget, the GC totals): no "(0 site(s))".
+    assert first.startswith("memprof-ci: regression in 5 check(s) over") and names[0] in first
     assert len(first) <= 120 and first.endswith(", …"), first
     rep["verdict"]["regressions"] = ["x" * 200]
     assert render_terminal(rep).splitlines()[0].endswith(": …")
+
+
+def test_a_regression_message_puts_the_cause_under_its_site_within_the_width():
+    """pytest's failure section: each regressed site's figures on its line,
+    what the row says of it (callers, the cause of its change) wrapped
+    under it, every line within the terminal's width."""
+    from memprof_ci.decide.verdict import regression_message
+    cause = [{"site": f"Very.Long.Module.Path.caller_number_{i} @ lib/some/dir/file_{i}.ml",
+              "change_words": 100_000, "change_low": 50_000, "change_high": 150_000,
+              "new": True} for i in range(3)]
+    row = {"benchmark": "demo", "site": "Stdlib__Hashtbl.add @ hashtbl.ml", "baseline_bytes": 1e6,
+           "current_bytes": 2e6, "baseline_samples": 10, "significant": True, "exact": True,
+           "ratio": 2.0, "cause": cause}
+    lines = regression_message("demo", "alloc", [row]).split("\n")
+    assert lines[1] == "  Stdlib__Hashtbl.add @ hashtbl.ml: 976.6 KiB -> 1.9 MiB +100.0% (exact)"
+    assert len(lines) > 3 and all(x.startswith("    ") and len(x) <= 120 for x in lines[2:])
+    assert "caller_number_2" in " ".join(lines[2:]) and lines[-1].endswith("estimated by caller")

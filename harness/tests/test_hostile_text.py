@@ -311,7 +311,9 @@ def test_a_regression_message_gets_one_line_per_site_whatever_the_names():
            "via": "x\x1b[2J", "baseline_samples": 10, "baseline_bytes": 100, "current_bytes": 300,
            "significant": True, "exact": True, "ratio": 3.0}
     lines = regression_message("demo", "alloc", [row]).split("\n")
-    assert len(lines) == 2 and "FAILED other::check" in lines[1] and "\x1b" not in lines[1]
+    # the head, the site's line, its note (via ...) on an indented line
+    assert len(lines) == 3 and "FAILED other::check" in lines[1], lines
+    assert lines[2].startswith("    via x") and not any("\x1b" in x for x in lines), lines
 
 
 def test_a_budget_failure_gets_one_line_per_row_whatever_the_names():

@@ -9,7 +9,7 @@ import pytest
 from harness_testlib import make_profile, run_cli, write_json
 from memprof_ci.decide import attribution as moves, stats, verdict
 from memprof_ci.render.report import render_markdown, render_terminal
-from memprof_ci.render.terminal_table import DETAIL_INDENT
+from memprof_ci.text.wrap import DETAIL_INDENT
 
 MAIN = ("Main.main", "main.ml", 99)
 

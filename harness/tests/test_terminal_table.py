@@ -1,7 +1,8 @@
 """render/terminal_table.py: the terminal's tables fit 120 columns, cut
 cells keep their full text on the detail lines below their row."""
 
-from memprof_ci.render.terminal_table import CUT, DETAIL_INDENT, WIDTH, table
+from memprof_ci.render.terminal_table import CUT, table
+from memprof_ci.text.wrap import DETAIL_INDENT, WIDTH
 
 
 def test_a_long_site_is_cut_and_kept_whole_below_its_row():

@@ -111,8 +111,8 @@ def annotated_row(name: str, a, agg, call_budget=None) -> dict:
     benchmark `name` judged per call; `call_budget` is the manifest's
     words_per_call budget of it, if any; `agg` the run's Aggregate."""
     own = a.limit if a.annotated else None
-    limit = call_budget.words_per_call if own is None else \
-        own if call_budget is None else min(own, call_budget.words_per_call)
+    manifest = call_budget.words_per_call if call_budget is not None else None
+    limit = min(x for x in (own, manifest) if x is not None)
     pts = agg.point_counts
     exact = pts is not None and pts.unavailable is None
     found = (_exact_points(a, pts) if exact else []) + _estimated_points(a, agg, exact)

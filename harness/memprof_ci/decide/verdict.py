@@ -44,8 +44,9 @@ import math
 
 from . import budgets as B
 from . import stats
-from ..text.fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, site_name, worst_first
+from ..text.fmt import fmt_bytes, fmt_delta, fmt_p, fmt_words, site_notes, worst_first
 from ..text.mdsafe import printable
+from ..text.wrap import detail_lines
 from .attribution import (EXACT_MIN_BYTES, RENAMED, SITE_KEYS, apply_moves, attribute_changes,
                           pair_renames)
 from ..inputs.profile import WORD_BYTES
@@ -228,12 +229,16 @@ def peak_line(summary: dict, regs: list) -> str:
 def regression_message(name: str, check: str, regs: list) -> str:
     what = {"alloc": "allocate", "live": "retain at exit",
             "peak": "hold at the peak"}[check]
-    head = f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"
-    body = [f"  {printable(site_name(r))}: "
-            f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
-            f"{fmt_delta(r)}" + ("" if r.get("exact") else f", p(Holm)={fmt_p(r['p_adj'])}")
-            for r in worst_first(regs)]
-    return "\n".join([head] + body)
+    lines = [f"benchmark {name!r}: {len(regs)} site(s) {what} more than the baseline:"]
+    for r in worst_first(regs):
+        lines.append(f"  {printable(r['site'])}: "
+                     f"{fmt_bytes(r['baseline_bytes'])} -> {fmt_bytes(r['current_bytes'])} "
+                     f"{fmt_delta(r)}"
+                     + ("" if r.get("exact") else f", p(Holm)={fmt_p(r['p_adj'])}"))
+        # what the row says of its site (callers, the cause of its change),
+        # wrapped under it as the terminal's tables wrap it
+        lines += detail_lines("; ".join(site_notes(r)))
+    return "\n".join(lines)
 
 
 POWER_SHARE = 0.01   # the sites a benchmark's stated power covers: >= 1% of its allocation

@@ -28,7 +28,8 @@ from ..text import mdsafe
 from . import report_budgets, report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, site_notes, worst_first)
-from .terminal_table import WIDTH, table
+from .terminal_table import table
+from ..text.wrap import WIDTH
 from ..decide.report_doc import CHECKS
 from ..decide.report_types import ABSENT, Benchmark, GcRow, Report
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from ..text import mdsafe
 from .report_retention import bounded_section
-from .terminal_table import WIDTH, table
+from .terminal_table import table
+from ..text.wrap import WIDTH
 
 MAX_HTML_ROWS = 100
 HTML_BUDGET = 60_000       # bytes of report.html's section

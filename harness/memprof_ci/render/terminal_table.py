@@ -19,14 +19,11 @@ Invariants:
 
 from __future__ import annotations
 
-import textwrap
-
 from ..text import mdsafe
+from ..text.wrap import WIDTH, detail_lines
 
-WIDTH = 120         # the widest line of the default terminal output
 MIN_FLEX = 24       # a flexible column is cut to no fewer characters
 CUT = "…"
-DETAIL_INDENT = "    "
 
 
 def _widths(headers, rows, flex, width) -> list:
@@ -46,15 +43,6 @@ def _widths(headers, rows, flex, width) -> list:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - len(CUT)] + CUT
-
-
-def detail_lines(text: str, width: int = WIDTH) -> list:
-    """`text` wrapped under a row, indented, each line at most `width`."""
-    if not text:
-        return []
-    return textwrap.wrap(mdsafe.printable(text), width=width, initial_indent=DETAIL_INDENT,
-                         subsequent_indent=DETAIL_INDENT, break_long_words=True,
-                         break_on_hyphens=False)
 
 
 def table(headers, rows, details=None, flex=(), width: int = WIDTH) -> str:

@@ -431,8 +431,9 @@ class MemprofPlugin:
             # Our own failures and errors read as their message, not a
             # traceback of the harness, in any phase; the message quotes
             # input, so it is escaped (mdsafe.printable) as on stderr. A
-            # regression's lines (a site each, its input escaped where the
-            # message is made, decide/verdict.py) stay lines.
+            # regression's lines (a site each, its notes wrapped under it,
+            # input escaped where the message is made, decide/verdict.py)
+            # stay lines.
             lines = str(exc).split("\n") if isinstance(exc, RegressionFailure) \
                 else [str(exc)]
             rep.longrepr = "\n".join(map(printable, lines))
