@@ -24,12 +24,11 @@ by report_retention.py.  report_html.py renders the same dictionary as HTML.
 
 from __future__ import annotations
 
-from ..text import mdsafe
+from ..text import mdsafe, wrap
 from . import report_budgets, report_retention
 from ..text.fmt import (fmt_bytes, fmt_delta, fmt_lines, fmt_mde, fmt_p, fmt_pct, overhead_brief,
                         overhead_text, site_name, site_notes, worst_first)
 from .terminal_table import table
-from ..text.wrap import WIDTH
 from ..decide.report_doc import CHECKS
 from ..decide.report_types import ABSENT, Benchmark, GcRow, Report
 
@@ -190,7 +189,7 @@ def headline(report: Report) -> str:
         sites = f" ({len(regs)} site(s))" if regs else ""
         head = (f"memprof-ci: regression in {len(v.regressions)} check(s){sites} "
                 f"over {n_b} benchmark(s): ")
-        return head + _first_names(v.regressions, WIDTH - len(head))
+        return head + _first_names(v.regressions, wrap.WIDTH - len(head))
     acc = v.accepted
     if acc:
         return (f"memprof-ci: no unaccepted regression in {n_b} benchmark(s); "
